@@ -1,0 +1,177 @@
+"""The central inference server: one thread that batches requests and runs the policy.
+
+Sources (actor loops) `submit` observation batches and wait on the reply; the server
+batches them dynamically, keeps per-env recurrent state and trajectory buffers, runs the
+policy on the learner's device, and hands complete unrolls to `on_unrolls`. The learner
+`publish`es new parameters with a version number; they are swapped in between batches
+and every recorded step carries the version that chose its action.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, NamedTuple
+
+import numpy as np
+import torch
+
+from seedpool.inference.batcher import DynamicBatcher, Reply, Request
+from seedpool.inference.stats import InferenceStats
+from seedpool.inference.unrolls import TrajectoryBuffers, Unrolls
+
+State = dict[str, torch.Tensor] | None
+
+
+class ActOutput(NamedTuple):
+    """What a policy returns for a batch of observations."""
+
+    actions: torch.Tensor
+    logp: torch.Tensor
+    state: State = None
+
+
+ActFn = Callable[[torch.nn.Module, torch.Tensor, State, torch.Tensor], ActOutput]
+"""act(model, obs, state, first) -> ActOutput; `first` marks rows that open an episode."""
+
+
+class StateSlots:
+    """Per-env recurrent state on the device; every call is a no-op for feed-forward models."""
+
+    def __init__(self, num_slots: int, initial: State, device: torch.device) -> None:
+        self.initial = None if initial is None else {k: v.to(device) for k, v in initial.items()}
+        self.store = None if initial is None else {
+            k: v.to(device).unsqueeze(0).repeat(num_slots, *([1] * v.dim()))
+            for k, v in initial.items()
+        }
+
+    def gather(self, slots: torch.Tensor, first: torch.Tensor) -> State:
+        """The state of each row, reset to the initial state where `first` is set."""
+        if self.store is None:
+            return None
+        out = {}
+        for k, v in self.store.items():
+            rows = v[slots]
+            rows[first] = self.initial[k]
+            out[k] = rows
+        return out
+
+    def scatter(self, slots: torch.Tensor, state: State) -> None:
+        """Keep the state each row's policy call returned."""
+        if self.store is not None and state is not None:
+            for k, v in state.items():
+                self.store[k][slots] = v
+
+
+class InferenceServer:
+    """Dynamic-batching policy server with trajectory buffers and versioned parameters."""
+
+    def __init__(self, model: torch.nn.Module, act: ActFn, *, num_slots: int,
+                 obs_shape: tuple, obs_dtype, action_shape: tuple = (), action_dtype=np.int64,
+                 unroll_length: int, max_batch: int, max_wait_s: float,
+                 on_unrolls: Callable[[Unrolls], None], device: str | torch.device = "cpu",
+                 initial_state: State = None, version: int = 0) -> None:
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.act = act
+        self.on_unrolls = on_unrolls
+        self.batcher = DynamicBatcher(max_batch, max_wait_s)
+        self.buffers = TrajectoryBuffers(num_slots, unroll_length, obs_shape, obs_dtype,
+                                         action_shape, action_dtype)
+        self.states = StateSlots(num_slots, initial_state, self.device)
+        self.stats = InferenceStats(max_batch)
+        self.num_slots = num_slots
+        self.version = version
+        self.error: BaseException | None = None
+        self._pending: tuple[dict, int] | None = None
+        self._pending_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- called from other threads -------------------------------------------------
+    def submit(self, request: Request) -> Reply:
+        """Queue one source's observation batch; wait on the returned reply for actions."""
+        if self.error is not None or self._stop.is_set():
+            raise RuntimeError("the inference server has stopped") from self.error
+        if request.slots.min(initial=0) < 0 or request.slots.max(initial=0) >= self.num_slots:
+            raise ValueError(f"slots must lie in [0, {self.num_slots}), got {request.slots}")
+        return self.batcher.submit(request)
+
+    def publish(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
+        """Offer new parameters; the server swaps them in before its next batch."""
+        copy = {k: v.detach().to(self.device, copy=True) for k, v in state_dict.items()}
+        with self._pending_lock:
+            self._pending = (copy, version)
+
+    def start(self) -> "InferenceServer":
+        """Run the serving loop in its own daemon thread."""
+        self._thread = threading.Thread(target=self._serve, name="inference", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving; actors still waiting get an error rather than hanging."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.batcher.fail_all(RuntimeError("the inference server stopped"))
+
+    # --- the serving loop ------------------------------------------------------------
+    def _serve(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.run_once(idle_timeout=0.05)
+        except BaseException as e:  # noqa: BLE001 - reported to actors and the trainer
+            self.error = e
+            self._stop.set()
+            self.batcher.fail_all(RuntimeError(f"inference failed: {e!r}"))
+
+    def run_once(self, idle_timeout: float) -> int:
+        """Serve one batch (the serial twin calls this directly); returns its row count."""
+        t0 = time.perf_counter()
+        requests = self.batcher.next_batch(idle_timeout)
+        t1 = time.perf_counter()
+        self.stats.add_idle(t1 - t0)
+        if not requests:
+            return 0
+        try:
+            self._serve_batch(requests)
+        except BaseException as e:
+            for r in requests:
+                r.reply.fail(RuntimeError(f"inference failed: {e!r}"))
+            raise
+        self.stats.add_batch(sum(len(r) for r in requests), time.perf_counter() - t1)
+        return sum(len(r) for r in requests)
+
+    def _serve_batch(self, requests: list[Request]) -> None:
+        self._swap_parameters()
+        cat = np.concatenate
+        slots = cat([r.slots for r in requests])
+        obs_np = cat([r.obs for r in requests])
+        completed, first = self.buffers.observe(
+            slots, obs_np, cat([r.rewards for r in requests]),
+            cat([r.terminated for r in requests]), cat([r.truncated for r in requests]),
+            cat([r.restarted for r in requests]),
+        )
+        if completed is not None:
+            self.on_unrolls(completed)
+        obs = torch.from_numpy(obs_np).to(self.device)
+        slots_t = torch.from_numpy(slots).to(self.device)
+        first_t = torch.from_numpy(first).to(self.device)
+        with torch.no_grad():
+            out = self.act(self.model, obs, self.states.gather(slots_t, first_t), first_t)
+        self.states.scatter(slots_t, out.state)
+        actions = out.actions.cpu().numpy()
+        self.buffers.record_action(slots, actions, out.logp.float().cpu().numpy(), self.version)
+        start = 0
+        for r in requests:
+            r.reply.set(actions[start:start + len(r)])
+            start += len(r)
+
+    def _swap_parameters(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            self.model.load_state_dict(pending[0])
+            self.version = pending[1]
+            self.stats.add_swap()

@@ -1,0 +1,151 @@
+"""Per-env trajectory buffers that emit complete unrolls of length T, time-major.
+
+Each env slot writes its steps in place into preallocated `[T + 1, num_slots, ...]`
+arrays. When a slot's unroll holds T steps and the next observation arrives (the
+bootstrap observation), the unroll is copied out and that observation opens the next
+unroll. With the engine's `autoreset="next_step"`, the step an env spends resetting (its
+observation is the final one, its action is ignored) is kept but marked `valid=False`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass
+class Unrolls:
+    """A batch of n unrolls, time-major. Step t is (obs[t], actions[t]) -> rewards[t]."""
+
+    obs: np.ndarray
+    """[T + 1, n, *obs_shape]; obs[T] is the bootstrap observation."""
+    actions: np.ndarray
+    """[T, n, *action_shape]."""
+    logp: np.ndarray
+    """Behaviour policy log-probability of each action, float32 [T, n]."""
+    rewards: np.ndarray
+    """float32 [T, n]."""
+    terminated: np.ndarray
+    """bool [T, n]: the episode ended at this step (no bootstrap)."""
+    truncated: np.ndarray
+    """bool [T, n]: the episode was cut at this step (bootstrap from obs[t + 1])."""
+    valid: np.ndarray
+    """bool [T, n]: False for an autoreset step (its obs is a final observation)."""
+    first: np.ndarray
+    """bool [T, n]: obs[t] opens an episode (recurrent state was reset here)."""
+    versions: np.ndarray
+    """Policy version that chose each action, int64 [T, n]."""
+    slots: np.ndarray
+    """Global env slot of each unroll, int64 [n]."""
+
+    @property
+    def num_steps(self) -> int:
+        """T."""
+        return self.actions.shape[0]
+
+    def __len__(self) -> int:
+        return self.slots.shape[0]
+
+
+def concat_unrolls(parts: list[Unrolls]) -> Unrolls:
+    """Join unroll batches along the batch axis (axis 1 for [T, n] arrays, 0 for slots)."""
+    if not parts:
+        raise ValueError("concat_unrolls needs at least one Unrolls")
+    joined = {}
+    for f in fields(Unrolls):
+        axis = 0 if f.name == "slots" else 1
+        joined[f.name] = np.concatenate([getattr(p, f.name) for p in parts], axis=axis)
+    return Unrolls(**joined)
+
+
+def take_unrolls(u: Unrolls, index: slice | np.ndarray) -> Unrolls:
+    """Select unrolls along the batch axis."""
+    return Unrolls(**{
+        f.name: getattr(u, f.name)[index] if f.name == "slots" else getattr(u, f.name)[:, index]
+        for f in fields(Unrolls)
+    })
+
+
+class TrajectoryBuffers:
+    """One growing unroll per env slot; `observe` returns the unrolls it completed."""
+
+    def __init__(self, num_slots: int, unroll_length: int, obs_shape: tuple, obs_dtype,
+                 action_shape: tuple = (), action_dtype=np.int64) -> None:
+        if unroll_length < 1:
+            raise ValueError(f"unroll_length must be >= 1, got {unroll_length}")
+        T, S = unroll_length, num_slots
+        self.unroll_length = T
+        self.obs = np.zeros((T + 1, S, *obs_shape), dtype=obs_dtype)
+        self.actions = np.zeros((T, S, *action_shape), dtype=action_dtype)
+        self.logp = np.zeros((T, S), dtype=np.float32)
+        self.rewards = np.zeros((T, S), dtype=np.float32)
+        self.terminated = np.zeros((T, S), dtype=bool)
+        self.truncated = np.zeros((T, S), dtype=bool)
+        self.valid = np.zeros((T + 1, S), dtype=bool)
+        self.first = np.zeros((T + 1, S), dtype=bool)
+        self.versions = np.zeros((T, S), dtype=np.int64)
+        self.pos = np.zeros(S, dtype=np.int64)  # observations written into the current unroll
+        self.awaiting_action = np.zeros(S, dtype=bool)  # obs written, action not yet recorded
+        self.next_is_first = np.ones(S, dtype=bool)  # the slot's next obs opens an episode
+        self.dropped_steps = 0
+
+    def observe(self, slots: np.ndarray, obs: np.ndarray, rewards: np.ndarray,
+                terminated: np.ndarray, truncated: np.ndarray,
+                restarted: np.ndarray) -> tuple[Unrolls | None, np.ndarray]:
+        """Record new observations (and the outcome of each slot's previous action).
+
+        Returns the unrolls this completed (or None) and the `first` flag of each row.
+        """
+        if self.awaiting_action[slots].any():
+            raise RuntimeError("observe() for a slot whose previous action was never recorded")
+        if len(np.unique(slots)) != len(slots):
+            raise ValueError("a slot appears twice in one batch")
+        if restarted.any():  # its partial unroll mixes two env lives: drop it
+            self.dropped_steps += int(self.pos[slots[restarted]].sum())
+            self.pos[slots[restarted]] = 0
+            self.next_is_first[slots[restarted]] = True
+        has_prev = self.pos[slots] > 0
+        ps, pt = slots[has_prev], self.pos[slots[has_prev]] - 1
+        self.rewards[pt, ps] = rewards[has_prev]
+        self.terminated[pt, ps] = terminated[has_prev]
+        self.truncated[pt, ps] = truncated[has_prev]
+
+        pos = self.pos[slots]
+        first = self.next_is_first[slots].copy()
+        self.obs[pos, slots] = obs
+        self.valid[pos, slots] = ~(terminated | truncated) | restarted
+        self.first[pos, slots] = first
+        self.next_is_first[slots] = (terminated | truncated) & ~restarted
+
+        full = pos == self.unroll_length
+        completed = self._emit(slots[full]) if full.any() else None
+        self.awaiting_action[slots] = True
+        return completed, first
+
+    def record_action(self, slots: np.ndarray, actions: np.ndarray, logp: np.ndarray,
+                      version: int) -> None:
+        """Record the actions chosen for the rows of the last `observe`."""
+        if not self.awaiting_action[slots].all():
+            raise RuntimeError("record_action() for a slot with no pending observation")
+        pos = self.pos[slots]
+        self.actions[pos, slots] = actions
+        self.logp[pos, slots] = logp
+        self.versions[pos, slots] = version
+        self.pos[slots] = pos + 1
+        self.awaiting_action[slots] = False
+
+    def _emit(self, slots: np.ndarray) -> Unrolls:
+        T = self.unroll_length
+        out = Unrolls(
+            obs=self.obs[:, slots], actions=self.actions[:, slots], logp=self.logp[:, slots],
+            rewards=self.rewards[:, slots], terminated=self.terminated[:, slots],
+            truncated=self.truncated[:, slots], valid=self.valid[:T, slots],
+            first=self.first[:T, slots], versions=self.versions[:, slots], slots=slots.copy(),
+        )  # fancy indexing copies, so the buffers can be reused at once
+        # The bootstrap observation opens the next unroll.
+        self.obs[0, slots] = self.obs[T, slots]
+        self.valid[0, slots] = self.valid[T, slots]
+        self.first[0, slots] = self.first[T, slots]
+        self.pos[slots] = 0
+        return out
