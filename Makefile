@@ -1,0 +1,29 @@
+# `make train` and `make test` are the two commands of the README. Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup train test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# CPU build of torch first, from local disk; the package's own bound admits it.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test,video]'
+	touch $(STAMP)
+
+train: $(STAMP)
+	$(VENV)/bin/seedpool train ppo --env CartPole-v1
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+bench: $(STAMP)
+	$(VENV)/bin/seedpool bench
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,101 @@
+"""Control messages between the pool and its workers: rings of env ids in shared memory.
+
+Only small integers cross process boundaries. A ring is an int32 array plus a published
+head counter; the consumer keeps its own tail. Wake-ups go through POSIX semaphores
+(`multiprocessing.Semaphore`), which cost an atomic increment when nobody sleeps, and the
+waiting side may spin briefly first when it has a core to itself: a blocking hand-off to
+the other vCPU costs ~25-35 us each way on this kind of VM, a spin ~0.1 us.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+import numpy as np
+
+from seedpool.envs.spaces import empty
+
+# A command is (op << OP_SHIFT) | env_id.
+OP_SHIFT = 24
+ENV_MASK = (1 << OP_SHIFT) - 1
+STEP, RESET, CLOSE = 0, 1, 2
+
+
+class Ring:
+    """A ring of int32 entries with a shared head counter (`shared`: for forked workers)."""
+
+    def __init__(self, capacity: int, shared: bool):
+        self.capacity = capacity
+        self.data = empty((capacity,), np.int32, shared)
+        self._head = empty((1,), np.int64, shared)
+        self.head = memoryview(self._head).cast("B").cast("q")  # fastest scalar access
+        self.tail = 0  # consumer side only
+
+    def push(self, values: list[int]) -> None:
+        """Append entries (a single producer, or a caller holding the producers' lock)."""
+        h = self.head[0]
+        cap = self.capacity
+        data = self.data
+        for v in values:
+            data[h % cap] = v
+            h += 1
+        self.head[0] = h  # publish after the entries: x86 keeps stores in order
+
+    def push_one(self, value: int) -> None:
+        """Append one entry."""
+        h = self.head[0]
+        self.data[h % self.capacity] = value
+        self.head[0] = h + 1
+
+    def available(self) -> int:
+        """Entries published and not yet taken by the consumer."""
+        return self.head[0] - self.tail
+
+    def take(self, n: int) -> list[int]:
+        """Remove and return the n oldest entries (n <= available())."""
+        t, cap = self.tail, self.capacity
+        start = t % cap
+        if start + n <= cap:
+            out = self.data[start : start + n].tolist()
+        else:
+            out = self.data[start:].tolist() + self.data[: n - (cap - start)].tolist()
+        self.tail = t + n
+        return out
+
+    def reset_consumer(self) -> None:
+        """Skip everything published so far."""
+        self.tail = self.head[0]
+
+
+class Doorbell:
+    """A semaphore used as a wake-up hint; the ring's counters are the truth."""
+
+    def __init__(self, ctx: mp.context.BaseContext | None):
+        self.sem = ctx.Semaphore(0) if ctx is not None else _ThreadSemaphore()
+
+    def ring(self) -> None:
+        """Wake the waiting side (an atomic increment when nobody sleeps)."""
+        self.sem.release()
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep until rung or timeout."""
+        return self.sem.acquire(timeout=timeout)
+
+
+def _ThreadSemaphore():  # noqa: N802 - a factory that reads like a class
+    import threading
+
+    return threading.Semaphore(0)
+
+
+def spin_until(predicate, seconds: float) -> bool:
+    """Poll `predicate` for up to `seconds`; True as soon as it holds."""
+    if seconds <= 0:
+        return predicate()
+    deadline = time.perf_counter() + seconds
+    while True:
+        if predicate():
+            return True
+        if time.perf_counter() > deadline:
+            return False

@@ -1,0 +1,116 @@
+"""`seedpool.make`: resolve the task, choose a backend, build the pool."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from seedpool.envs.executor import ExecutorConfig
+from seedpool.envs.pool import AUTORESET_MODES, EnvPool, _seeds
+from seedpool.envs.runner import probe_step_cost
+from seedpool.envs.spec import Task, TaskSpec, resolve
+
+BACKENDS = ("auto", "serial", "thread", "process")
+ON_WORKER_DEATH = ("raise", "restart")
+
+# Rules for backend="auto", from benchmarks/results/engine.md on a 2-vCPU VM: a hand-off to a
+# worker on the other core costs ~30 us each way, and two Python processes running flat out
+# give only ~1.4x. Below this much env work per batch, stepping in-process wins.
+SERIAL_BELOW_S = 150e-6
+# Up to this much work per batch, the pool's process steps a share of the envs itself
+# (one hand-off per batch instead of two); above it, it stays free for the policy.
+SHARE_MAIN_BELOW_S = 2e-3
+
+
+def usable_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def make(
+    task: Task,
+    num_envs: int = 1,
+    batch_size: int | None = None,
+    num_workers: int | None = None,
+    backend: str = "auto",
+    seed: int | Sequence[int] = 0,
+    autoreset: str = "next_step",
+    max_episode_steps: int | None = None,
+    step_timeout: float | None = 600.0,
+    on_worker_death: str = "raise",
+    info_keys: dict[str, Any] | None = None,
+    **task_options: Any,
+) -> EnvPool:
+    """Build a pool of `num_envs` copies of `task` (a registered id, gymnasium id or env factory).
+
+    `batch_size < num_envs` gives async mode (send/recv, first finished envs come back).
+    `backend`: "serial" (in this process), "thread", "process", or "auto" (chosen by the
+    measured cost of a step). `step_timeout`: seconds without any env finishing before
+    `StepTimeoutError` (None: wait forever). `on_worker_death`: "raise" (WorkerDiedError)
+    or "restart" (the worker's envs are reset and reported truncated, info["restarted"]).
+    `info_keys`: scalar info entries of your env to forward, e.g. {"x_position": "float64"}.
+    """
+    if not isinstance(num_envs, int) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    batch_size = num_envs if batch_size is None else batch_size
+    if not isinstance(batch_size, int) or not 1 <= batch_size <= num_envs:
+        raise ValueError(f"batch_size must be an int in [1, num_envs={num_envs}], got {batch_size!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if autoreset not in AUTORESET_MODES:
+        raise ValueError(f"autoreset must be one of {AUTORESET_MODES}, got {autoreset!r}")
+    if on_worker_death not in ON_WORKER_DEATH:
+        raise ValueError(f"on_worker_death must be one of {ON_WORKER_DEATH}, got {on_worker_death!r}")
+    if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
+        raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
+    seeds = _seeds(seed, num_envs)
+    spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
+    cfg = plan(spec, num_envs, batch_size, num_workers, backend, step_timeout, on_worker_death == "restart")
+    return EnvPool(spec, num_envs, batch_size, seeds, autoreset, cfg)
+
+
+def plan(
+    spec: TaskSpec,
+    num_envs: int,
+    batch_size: int,
+    num_workers: int | None,
+    backend: str,
+    step_timeout: float | None,
+    restart: bool,
+) -> ExecutorConfig:
+    """Decide where envs run: the executor configuration for a backend request."""
+    cores = usable_cores()
+    local = 0
+    if backend == "auto":
+        backend, num_workers, local = _auto(spec, num_envs, batch_size, num_workers, cores)
+    if backend == "serial":
+        return ExecutorConfig("serial", 0, num_envs, 0.0, 0.0, step_timeout, False)
+    workers = min(num_workers or cores, num_envs - local)
+    busy = workers + (1 if local else 0)
+    # Spin only where every spinner has a core of its own; otherwise spinning starves the rest.
+    spin_ok = backend == "process" and busy <= cores
+    return ExecutorConfig(
+        kind=backend,
+        num_workers=workers,
+        local_envs=local,
+        worker_spin_s=200e-6 if spin_ok and local else 0.0,
+        main_spin_s=100e-6 if spin_ok and local else 0.0,
+        step_timeout=step_timeout,
+        restart_workers=restart,
+    )
+
+
+def _auto(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | None, cores: int):
+    if spec.prefer_processes:
+        return "process", num_workers, 0
+    step_s = probe_step_cost(spec)
+    work = step_s * batch_size
+    if cores < 2 or num_envs < 2 or work < SERIAL_BELOW_S:
+        return "serial", 0, num_envs
+    if work < SHARE_MAIN_BELOW_S:
+        workers = num_workers or (cores - 1)
+        return "process", workers, num_envs // (workers + 1)
+    return "process", num_workers, 0

@@ -1,0 +1,206 @@
+"""`EnvPool`: many environments behind one batched API, sync (`step`) or async (`send`/`recv`)."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from seedpool.envs import spaces, validate
+from seedpool.envs.buffers import RESTARTED, Buffers
+from seedpool.envs.channel import RESET, STEP
+from seedpool.envs.errors import ClosedError, EnvPoolError
+from seedpool.envs.executor import Executor, ExecutorConfig
+from seedpool.envs.spec import TaskSpec
+
+AUTORESET_MODES = ("next_step", "same_step")
+
+
+class EnvPool:
+    """A batch of environments; build it with `seedpool.make`."""
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        num_envs: int,
+        batch_size: int,
+        seeds: list[int],
+        autoreset: str,
+        executor_cfg: ExecutorConfig,
+    ):
+        self.spec = spec
+        self.num_envs = num_envs
+        self.batch_size = batch_size
+        self.is_async = batch_size < num_envs
+        self.autoreset = autoreset
+        self.backend = executor_cfg.kind if executor_cfg.kind != "process" or executor_cfg.local_envs == 0 else "process+main"
+        self.num_workers = executor_cfg.num_workers
+        self.single_observation_space = spec.observation_space
+        self.single_action_space = spec.action_space
+        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, batch_size)
+        self.action_space = gym.vector.utils.batch_space(spec.action_space, batch_size)
+        self._restart_info = executor_cfg.restart_workers
+        shared = executor_cfg.kind == "process"
+        self._b = Buffers.allocate(spec, num_envs, shared=shared, same_step=autoreset == "same_step")
+        self._b.seed[:] = seeds
+        self._in_flight = np.zeros(num_envs, np.bool_)
+        self._n_in_flight = 0
+        self._all = np.arange(num_envs, dtype=np.int64)
+        self._closed = False
+        self._exec = Executor(spec, num_envs, self._b, autoreset == "same_step", executor_cfg)
+        self._finalizer = weakref.finalize(self, self._exec.close)
+
+    # -- sync API ---------------------------------------------------------------------------
+    def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None):
+        """Reset every env (env i gets seed + i when a seed is given); returns (obs, info)."""
+        self._check_open()
+        if options:
+            raise NotImplementedError("reset options are not forwarded to envs; pass task options to make()")
+        if self._n_in_flight:
+            raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
+        if seed is not None:
+            self._b.seed[:] = _seeds(seed, self.num_envs)
+        self._submit(self._all, RESET)
+        out = self._receive(self.num_envs, ordered=True)
+        return out[0], out[4]
+
+    def step(self, action: Any, env_id: Any = None):
+        """send(action, env_id) then recv(); in sync mode the results follow env_id order."""
+        ids = self._send(action, env_id)
+        if self.is_async:
+            return self._receive(self.batch_size, ordered=False)
+        return self._receive(len(ids), ordered=True, expected=ids)
+
+    # -- async API --------------------------------------------------------------------------
+    def async_reset(self) -> None:
+        """Start resetting every env; collect them with recv()."""
+        self._check_open()
+        if self._n_in_flight:
+            raise EnvPoolError(f"async_reset() while {self._n_in_flight} envs are in flight: recv() them first")
+        self._submit(self._all, RESET)
+
+    def send(self, action: Any, env_id: Any = None) -> None:
+        """Start stepping the envs `env_id` (default: all) with `action` (leading dim = len(env_id))."""
+        self._send(action, env_id)
+
+    def recv(self):
+        """The first `batch_size` envs to finish: (obs, rew, terminated, truncated, info)."""
+        return self._receive(self.batch_size, ordered=not self.is_async)
+
+    # -- internals --------------------------------------------------------------------------
+    def _send(self, action: Any, env_id: Any) -> np.ndarray:
+        self._check_open()
+        if env_id is None:
+            n = _leading_dim(action)
+            if n != self.num_envs:
+                raise ValueError(
+                    f"send() without env_id needs one action per env ({self.num_envs}), got {n}; "
+                    "pass env_id=info['env_id'] from recv()"
+                )
+            ids = self._all
+        else:
+            ids = validate.env_ids(env_id, self.num_envs)
+        busy = self._in_flight[ids]
+        if busy.any():
+            raise EnvPoolError(f"env_id {ids[busy].tolist()} already in flight: recv() their results before sending again")
+        act = validate.actions(self.single_action_space, action, len(ids))
+        _write_rows(self._b.action, ids, act, len(ids) == self.num_envs and ids is self._all)
+        self._submit(ids, STEP)
+        return ids
+
+    def _submit(self, ids: np.ndarray, op: int) -> None:
+        self._in_flight[ids] = True
+        self._n_in_flight += len(ids)
+        self._exec.submit(ids.tolist(), op)
+
+    def _receive(self, n: int, ordered: bool, expected: np.ndarray | None = None):
+        self._check_open()
+        if self._n_in_flight < n:
+            raise EnvPoolError(
+                f"recv() needs {n} envs in flight, but {self._n_in_flight} are: send() actions first"
+            )
+        got = self._exec.wait(n)
+        if ordered:
+            got.sort()
+        idx = np.asarray(got, dtype=np.int64)
+        self._in_flight[idx] = False
+        self._n_in_flight -= n
+        return self._batch(idx, whole=n == self.num_envs and ordered)
+
+    def _batch(self, idx: np.ndarray, whole: bool):
+        b = self._b
+        sel = None if whole else idx
+        take = (lambda a: a.copy()) if whole else (lambda a: a[idx])  # noqa: E731
+        info: dict[str, Any] = {
+            "env_id": idx.astype(np.int32),
+            "elapsed_step": take(b.elapsed_step),
+            "episode_return": take(b.episode_return),
+            "episode_length": take(b.episode_length),
+        }
+        for k, arr in b.info.items():
+            info[k] = take(arr)
+        if b.final_obs is not None:
+            info["final_obs"] = spaces.gather(b.final_obs, sel)
+        if self._restart_info:
+            info["restarted"] = take(b.status) == RESTARTED
+        return spaces.gather(b.obs, sel), take(b.reward), take(b.terminated), take(b.truncated), info
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this pool is closed")
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def worker_restarts(self) -> int:
+        """How many dead workers were replaced (with on_worker_death='restart')."""
+        return self._exec.restart_count
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the worker processes (empty for serial and thread backends)."""
+        return [w.handle.pid for w in self._exec.workers if hasattr(w.handle, "pid")]
+
+    def close(self) -> None:
+        """Stop workers and close envs; safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            self._finalizer()
+
+    def __enter__(self) -> "EnvPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = f"async batch_size={self.batch_size}" if self.is_async else "sync"
+        return (f"EnvPool({self.spec.name!r}, num_envs={self.num_envs}, {mode}, "
+                f"backend={self.backend!r}, num_workers={self.num_workers})")
+
+
+def _leading_dim(action: Any) -> int:
+    if isinstance(action, dict):
+        return _leading_dim(next(iter(action.values())))
+    a = np.asarray(action)
+    return a.shape[0] if a.ndim else 1
+
+
+def _write_rows(buf: spaces.Tree, ids: np.ndarray, act: Any, whole: bool) -> None:
+    if isinstance(buf, dict):
+        for k, b in buf.items():
+            _write_rows(b, ids, act[k], whole)
+    elif whole:
+        buf[...] = act
+    else:
+        buf[ids] = act
+
+
+def _seeds(seed: int | Sequence[int], n: int) -> list[int]:
+    if isinstance(seed, (int, np.integer)):
+        return [int(seed) + i for i in range(n)]
+    seeds = [int(s) for s in seed]
+    if len(seeds) != n:
+        raise ValueError(f"a list of seeds needs one per env ({n}), got {len(seeds)}")
+    return seeds

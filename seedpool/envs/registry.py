@@ -1,0 +1,75 @@
+"""Task registry: ids that seedpool builds itself (Atari), with their default options.
+
+Families register by import path so that importing seedpool does not import ale-py.
+Any id not registered here is handed to `gymnasium.make`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of task ids built by one factory, e.g. every Atari game."""
+
+    name: str
+    ids: str  # "module:function" returning the list of ids
+    factory: str  # "module:function(task_id, **options) -> gymnasium.Env"
+    # What the engine should know without building an env.
+    prefer_processes: bool = True  # steps hold the GIL (ale-py does)
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+_FAMILIES: list[Family] = [
+    Family(
+        name="atari",
+        ids="seedpool.envs.atari.registration:atari_ids",
+        factory="seedpool.envs.atari.registration:make_atari",
+    ),
+]
+_ID_CACHE: dict[str, Family] | None = None
+
+
+def _load(path: str) -> Callable[..., Any]:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def register_family(family: Family) -> None:
+    """Add a family of ids (e.g. a user's own suite) to the registry."""
+    global _ID_CACHE
+    _FAMILIES.append(family)
+    _ID_CACHE = None
+
+
+def _index() -> dict[str, Family]:
+    global _ID_CACHE
+    if _ID_CACHE is None:
+        index: dict[str, Family] = {}
+        for fam in _FAMILIES:
+            try:
+                ids = _load(fam.ids)()
+            except ImportError:  # optional family whose dependency is missing
+                continue
+            for task_id in ids:
+                index[task_id] = fam
+        _ID_CACHE = index
+    return _ID_CACHE
+
+
+def find(task_id: str) -> Family | None:
+    """The family that builds `task_id`, or None for a plain gymnasium id."""
+    return _index().get(task_id)
+
+
+def registered_ids() -> list[str]:
+    """Every id seedpool builds itself."""
+    return sorted(_index())
+
+
+def family_factory(family: Family) -> Callable[..., Any]:
+    """The factory function of a family."""
+    return _load(family.factory)

@@ -1,0 +1,154 @@
+"""Steps a set of envs and writes their results into the engine's buffers.
+
+The same runner runs in the pool's own process (serial backend, or the share of envs the
+main process steps itself), in threads and in worker processes, so every backend has the
+same semantics: autoreset, the engine's time limit, episode statistics and forwarded info.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+from seedpool.envs import spaces
+from seedpool.envs.buffers import OK, RESTARTED, Buffers
+from seedpool.envs.spec import TaskSpec
+
+
+def action_reader(space: gym.Space, buf: spaces.Tree) -> Callable[[int], Any]:
+    """A function returning env i's action from the action buffer, as the env expects it."""
+    if isinstance(space, gym.spaces.Discrete):
+        return buf.item  # a Python int: the cheapest thing to hand to env.step
+    if isinstance(space, gym.spaces.Dict):
+        return lambda i: {k: v.copy() for k, v in spaces.row(buf, i).items()}
+    return lambda i: buf[i].copy()  # the env may keep it; the buffer is reused
+
+
+class EnvRunner:
+    """Owns the envs with the given global ids; `step(i)` and `reset(i)` write row i."""
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        env_ids: list[int],
+        num_envs: int,
+        buffers: Buffers,
+        same_step: bool,
+        envs: dict[int, gym.Env] | None = None,
+        restarted: bool = False,
+    ):
+        self.b = buffers
+        self.same_step = same_step
+        self.limit = spec.max_episode_steps
+        self.env_ids = list(env_ids)
+        # Indexed by global env id so the hot path does no dict lookups.
+        self.envs: list[gym.Env | None] = [None] * num_envs
+        for i in env_ids:
+            self.envs[i] = envs[i] if envs and i in envs else spec.env_fn()
+        self.needs_reset = [True] * num_envs
+        self.elapsed = [0] * num_envs
+        self.returns = [0.0] * num_envs
+        self.read_action = action_reader(spec.action_space, buffers.action)
+        self.info_items = list(buffers.info.items())
+        # After a worker restart, each env's first reset reports its old episode truncated.
+        self.restart_marks = set(env_ids) if restarted else set()
+
+    def reset(self, i: int) -> int:
+        """Reset env i (with the seed left in the seed buffer, if any) and write row i."""
+        b = self.b
+        seed = int(b.seed[i])
+        if seed >= 0:
+            b.seed[i] = -1
+            obs, info = self.envs[i].reset(seed=seed)
+        else:
+            obs, info = self.envs[i].reset()
+        self.needs_reset[i] = False
+        self.elapsed[i] = 0
+        self.returns[i] = 0.0
+        b.reward[i] = 0.0
+        b.terminated[i] = False
+        b.truncated[i] = False
+        b.elapsed_step[i] = 0
+        b.episode_return[i] = 0.0
+        b.episode_length[i] = 0
+        self._write_info(i, info)
+        spaces.write(b.obs, i, obs)
+        if self.restart_marks and i in self.restart_marks:
+            self.restart_marks.discard(i)
+            b.truncated[i] = True
+            self.needs_reset[i] = True
+            return RESTARTED
+        return OK
+
+    def step(self, i: int) -> int:
+        """Step env i with the action in its action row and write row i; returns a status."""
+        if self.needs_reset[i]:  # next_step autoreset: this step's action is ignored
+            return self.reset(i)
+        b = self.b
+        env = self.envs[i]
+        obs, rew, term, trunc, info = env.step(self.read_action(i))
+        n = self.elapsed[i] + 1
+        ret = self.returns[i] + rew
+        self.elapsed[i] = n
+        self.returns[i] = ret
+        if n == self.limit and not term:
+            trunc = True
+        b.reward[i] = rew
+        b.terminated[i] = term
+        b.truncated[i] = trunc
+        b.elapsed_step[i] = n
+        b.episode_return[i] = ret
+        b.episode_length[i] = n
+        if self.info_items:
+            self._write_info(i, info)
+        if term or trunc:
+            if self.same_step:
+                spaces.write(b.final_obs, i, obs)
+                obs, _ = env.reset()
+                self.elapsed[i] = 0
+                self.returns[i] = 0.0
+            else:
+                self.needs_reset[i] = True
+        spaces.write(b.obs, i, obs)
+        return OK
+
+    def mark_for_reset(self, i: int) -> None:
+        """Make the next step of env i a reset (after an env error)."""
+        self.needs_reset[i] = True
+
+    def _write_info(self, i: int, info: dict[str, Any]) -> None:
+        for key, arr in self.info_items:
+            value = info.get(key)
+            if value is not None:
+                arr[i] = value
+
+    def close(self) -> None:
+        """Close every env, ignoring errors of envs that are already broken."""
+        for i in self.env_ids:
+            env = self.envs[i]
+            if env is not None:
+                try:
+                    env.close()
+                except Exception:  # noqa: BLE001 - closing must not mask the real error
+                    pass
+                self.envs[i] = None
+
+
+def probe_step_cost(spec: TaskSpec, steps: int = 32) -> float:
+    """Median seconds per step of the probe env with random actions (for `backend="auto"`)."""
+    import time
+
+    env = spec.probe if spec.probe is not None else spec.env_fn()
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    times = []
+    for _ in range(steps):
+        a = env.action_space.sample()
+        t0 = time.perf_counter()
+        _, _, term, trunc, _ = env.step(a)
+        times.append(time.perf_counter() - t0)
+        if term or trunc:
+            env.reset()
+    return float(np.median(times))

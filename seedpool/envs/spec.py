@@ -1,0 +1,120 @@
+"""What the engine needs to know about a task before it starts any worker."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+import gymnasium as gym
+import numpy as np
+
+from seedpool.envs import registry
+
+EnvFn = Callable[[], gym.Env]
+Task = Union[str, EnvFn]
+
+# Wrappers that `gymnasium.make` adds and the engine replaces with its own, cheaper bookkeeping:
+# the time limit is counted by the engine (it reports elapsed_step anyway) and the order/env
+# checks are the engine's own validation. Removing them saves ~0.5 us per step (measured).
+_PEELABLE = (
+    gym.wrappers.TimeLimit,
+    gym.wrappers.OrderEnforcing,
+    gym.wrappers.PassiveEnvChecker,
+)
+
+
+@dataclass
+class TaskSpec:
+    """A task resolved to a factory, its spaces and the engine-side options."""
+
+    name: str
+    env_fn: EnvFn
+    observation_space: gym.Space
+    action_space: gym.Space
+    max_episode_steps: int | None
+    info_spec: dict[str, np.dtype] = field(default_factory=dict)
+    prefer_processes: bool = False  # a family known to hold the GIL while stepping
+    probe: gym.Env | None = None  # the env built to read the spaces; the serial backend reuses it
+
+
+def _peel(env: gym.Env) -> tuple[gym.Env, int | None]:
+    """Remove the outer wrappers the engine replaces; return the env and its time limit."""
+    limit = None
+    while isinstance(env, _PEELABLE):
+        if isinstance(env, gym.wrappers.TimeLimit):
+            limit = env._max_episode_steps
+        env = env.env
+    return env, limit
+
+
+def _gym_factory(task_id: str, options: dict[str, Any]) -> EnvFn:
+    def make() -> gym.Env:
+        return _peel(gym.make(task_id, disable_env_checker=True, **options))[0]
+
+    return make
+
+
+def _unknown_id(task_id: str, err: Exception) -> ValueError:
+    known = registry.registered_ids() + list(gym.registry.keys())
+    close = difflib.get_close_matches(task_id, known, n=3)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return ValueError(f"unknown task id {task_id!r} ({err}).{hint}")
+
+
+def _info_spec(env: gym.Env, info_keys: dict[str, Any] | None) -> dict[str, np.dtype]:
+    spec = {k: np.dtype(v) for k, v in getattr(env.unwrapped, "info_spec", {}).items()}
+    reserved = {"env_id", "elapsed_step", "episode_return", "episode_length", "final_obs"}
+    for k, v in (info_keys or {}).items():
+        if k in reserved:
+            raise ValueError(f"info key {k!r} is reserved by the engine")
+        spec[k] = np.dtype(v)
+    return spec
+
+
+def resolve(
+    task: Task,
+    max_episode_steps: int | None = None,
+    info_keys: dict[str, Any] | None = None,
+    **options: Any,
+) -> TaskSpec:
+    """Resolve an id or a callable to a TaskSpec, building one env to read its spaces."""
+    prefer_processes = False
+    if callable(task):
+        if options:
+            raise TypeError(
+                f"task options {sorted(options)} only apply to task ids; "
+                "pass them to your env factory instead"
+            )
+        env_fn, name = task, getattr(task, "__name__", type(task).__name__)
+        probe, limit = env_fn(), None
+    elif isinstance(task, str):
+        name, family = task, registry.find(task)
+        if family is not None:
+            factory = registry.family_factory(family)
+            opts = {**family.defaults, **options}
+            env_fn = lambda: factory(task, **opts)  # noqa: E731
+            prefer_processes = family.prefer_processes
+            probe, limit = env_fn(), None
+        else:
+            env_fn = _gym_factory(task, options)
+            try:
+                probe, limit = _peel(gym.make(task, disable_env_checker=True, **options))
+            except gym.error.Error as err:
+                raise _unknown_id(task, err) from None
+    else:
+        raise TypeError(f"task must be an id string or a zero-argument callable, got {type(task).__name__}")
+    if not isinstance(probe, gym.Env):
+        raise TypeError(f"the env factory returned {type(probe).__name__}, expected a gymnasium.Env")
+    if max_episode_steps is not None and max_episode_steps <= 0:
+        raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
+    return TaskSpec(
+        name=name,
+        env_fn=env_fn,
+        observation_space=probe.observation_space,
+        action_space=probe.action_space,
+        max_episode_steps=max_episode_steps if max_episode_steps is not None else limit,
+        info_spec=_info_spec(probe, info_keys),
+        prefer_processes=prefer_processes,
+        probe=probe,
+    )

@@ -1,0 +1,91 @@
+"""Checks on what users send, done before anything reaches a worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
+    """An int array of distinct valid env ids, or a ValueError/TypeError saying what is wrong."""
+    ids = np.asarray(env_id)
+    if ids.ndim == 0:
+        ids = ids.reshape(1)
+    if ids.ndim != 1:
+        raise ValueError(f"env_id must be 1-D, got shape {ids.shape}")
+    if ids.size and ids.dtype.kind not in "iu":
+        raise TypeError(f"env_id must hold integers, got dtype {ids.dtype}")
+    if ids.size == 0:
+        raise ValueError("env_id is empty: send needs at least one env")
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= num_envs:
+        bad = ids[(ids < 0) | (ids >= num_envs)]
+        raise ValueError(f"unknown env_id {bad.tolist()}: this pool has env ids 0..{num_envs - 1}")
+    if np.unique(ids).size != ids.size:
+        vals, counts = np.unique(ids, return_counts=True)
+        raise ValueError(f"duplicate env_id {vals[counts > 1].tolist()} in one send")
+    return ids.astype(np.int64, copy=False)
+
+
+def actions(space: gym.Space, action: Any, n: int) -> Any:
+    """`action` as an array (or dict of arrays) of n valid actions for `space`."""
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(action, dict) or set(action) != set(space.spaces):
+            raise ValueError(f"expected a dict of actions with keys {sorted(space.spaces)}")
+        return {k: actions(s, action[k], n) for k, s in space.spaces.items()}
+    a = np.asarray(action)
+    if isinstance(space, gym.spaces.Discrete):
+        return _discrete(a, n, int(space.start), int(space.start + space.n))
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        _check_shape(a, (n, *space.nvec.shape))
+        _check_integer(a)
+        if (a < space.start).any() or (a >= space.start + space.nvec).any():
+            raise ValueError(f"MultiDiscrete action out of range: each entry must be in [start, start + nvec) = "
+                             f"[{space.start.tolist()}, {(space.start + space.nvec).tolist()})")
+        return a
+    if isinstance(space, gym.spaces.MultiBinary):
+        _check_shape(a, (n, *np.atleast_1d(space.n)))
+        if ((a != 0) & (a != 1)).any():
+            raise ValueError("MultiBinary actions must be 0 or 1")
+        return a
+    if isinstance(space, gym.spaces.Box):
+        _check_shape(a, (n, *space.shape))
+        if a.dtype.kind not in "fiu":
+            raise TypeError(f"Box actions must be numbers, got dtype {a.dtype}")
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            rows = np.unique(np.nonzero(~np.isfinite(a.reshape(n, -1)))[0]).tolist()
+            raise ValueError(f"actions contain NaN or inf (batch rows {rows})")
+        return a
+    raise TypeError(f"unsupported action space {space}")
+
+
+def _discrete(a: np.ndarray, n: int, lo: int, hi: int) -> np.ndarray:
+    if a.shape != (n,):
+        if a.shape == (n, 1):  # a common policy output shape; accept it
+            a = a.reshape(n)
+        else:
+            raise ValueError(f"expected {n} discrete actions of shape ({n},), got shape {a.shape}")
+    _check_integer(a)
+    if n <= 16:  # Python's min/max beat two numpy reductions on small batches
+        values = a.tolist()
+        bad = min(values) < lo or max(values) >= hi
+    else:
+        bad = bool(a.min() < lo) or bool(a.max() >= hi)
+    if bad:
+        wrong = a[(a < lo) | (a >= hi)]
+        raise ValueError(f"discrete actions must be in [{lo}, {hi}), got {wrong.tolist()}")
+    return a
+
+
+def _check_shape(a: np.ndarray, shape: tuple[int, ...]) -> None:
+    if a.shape != shape:
+        raise ValueError(f"expected actions of shape {shape}, got {a.shape}")
+
+
+def _check_integer(a: np.ndarray) -> None:
+    if a.dtype.kind not in "iu":
+        if a.dtype.kind == "f" and np.isnan(a).any():
+            raise ValueError("actions contain NaN")
+        raise TypeError(f"discrete actions must be integers, got dtype {a.dtype}")

@@ -1,0 +1,103 @@
+"""The loop a worker (process or thread) runs: take env ids, step them, publish them."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from seedpool.envs.buffers import FAILED
+from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.runner import EnvRunner
+
+OP_NAMES = {0: "step", 1: "reset"}
+
+
+@dataclass
+class Completions:
+    """Where every worker publishes finished env ids, and how the pool is woken."""
+
+    ring: Ring  # many producers, guarded by `lock`
+    lock: Any
+    bell: Doorbell
+    target: Any  # memoryview of one int64: ring head the pool is waiting for
+
+    def publish(self, env_id: int) -> None:
+        """Publish one finished env; wake the pool if that completes what it waits for."""
+        with self.lock:  # the release is also the fence that orders head before target
+            self.ring.push_one(env_id)
+        if self.ring.head[0] >= self.target[0]:
+            self.bell.ring()
+
+
+@dataclass
+class WorkerLink:
+    """One worker's command ring and doorbell, and its pipe for error reports."""
+
+    commands: Ring
+    bell: Doorbell
+    errors: Any  # a Connection (processes) or a list (threads)
+    spin_s: float
+
+
+def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: int | None) -> None:
+    """Run commands until CLOSE (or until the parent process is gone)."""
+    commands, status = link.commands, runner.b.status
+    step, reset = runner.step, runner.reset
+    has_work = lambda: commands.available() > 0  # noqa: E731
+    while True:
+        n = commands.available()
+        if n == 0:
+            if link.spin_s and spin_until(has_work, link.spin_s):
+                continue
+            if not link.bell.wait(1.0) and parent_pid is not None and os.getppid() != parent_pid:
+                return  # orphaned: the pool's process died without closing us
+            continue
+        for entry in commands.take(n):
+            op, i = entry >> OP_SHIFT, entry & ENV_MASK
+            if op == CLOSE:
+                return
+            try:
+                status[i] = step(i) if op == STEP else reset(i)
+            except Exception:  # noqa: BLE001 - reported to the pool, which raises it
+                status[i] = FAILED
+                runner.mark_for_reset(i)
+                _report(link.errors, (i, OP_NAMES.get(op, "?"), traceback.format_exc()))
+            done.publish(i)
+
+
+def _report(errors: Any, item: tuple[int, str, str]) -> None:
+    if isinstance(errors, list):
+        errors.append(item)
+    else:
+        errors.send(item)
+
+
+def process_main(make_runner, link: WorkerLink, done: Completions, ready, index: int, parent_pid: int) -> None:
+    """Entry point of a forked worker process."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the pool's to handle
+    try:
+        runner = make_runner()
+    except Exception:  # noqa: BLE001
+        _report(link.errors, (-1, "make", traceback.format_exc()))
+        os._exit(1)
+    ready[index] = 1
+    done.bell.ring()
+    try:
+        serve(runner, link, done, parent_pid)
+    finally:
+        runner.close()
+    os._exit(0)  # skip atexit handlers inherited from the parent
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (even by SIGKILL)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
