@@ -116,17 +116,20 @@ def test_restart_drops_partial_unroll():
     buf = TrajectoryBuffers(num_slots=2, unroll_length=3, obs_shape=(2,), obs_dtype=np.float32)
     step(buf, [0, 1], [0, 100])
     step(buf, [0, 1], [1, 101])
+    # The engine reports a restarted env truncated, with a reset obs; its next step resets again.
     _, first = step(buf, [0, 1], [50, 102], trunc=[True, False], restarted=[True, False])
     assert first.tolist() == [True, False]
     assert buf.dropped_steps == 2
-    out, _ = step(buf, [0, 1], [51, 103])
+    out, first = step(buf, [0, 1], [51, 103])
+    assert first.tolist() == [True, False]
     assert out is not None and out.slots.tolist() == [1]  # slot 0 started over
     np.testing.assert_array_equal(out.obs[:, 0, 0], [100, 101, 102, 103])
     for t in range(2):
         out, _ = step(buf, [0, 1], [52 + t, 104 + t])
     assert out.slots.tolist() == [0]
     np.testing.assert_array_equal(out.obs[:, 0, 0], [50, 51, 52, 53])
-    assert out.valid.all() and out.first[0, 0]
+    np.testing.assert_array_equal(out.valid[:, 0], [False, True, True])  # step 0 is the reset step
+    np.testing.assert_array_equal(out.first[:, 0], [True, True, False])
 
 
 def test_buffers_reject_misuse():

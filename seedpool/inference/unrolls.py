@@ -104,7 +104,6 @@ class TrajectoryBuffers:
         if restarted.any():  # its partial unroll mixes two env lives: drop it
             self.dropped_steps += int(self.pos[slots[restarted]].sum())
             self.pos[slots[restarted]] = 0
-            self.next_is_first[slots[restarted]] = True
         has_prev = self.pos[slots] > 0
         ps, pt = slots[has_prev], self.pos[slots[has_prev]] - 1
         self.rewards[pt, ps] = rewards[has_prev]
@@ -112,11 +111,14 @@ class TrajectoryBuffers:
         self.truncated[pt, ps] = truncated[has_prev]
 
         pos = self.pos[slots]
-        first = self.next_is_first[slots].copy()
+        first = self.next_is_first[slots] | restarted
+        # A final observation (or a restarted env's, whose next step resets it again) opens
+        # no real transition: the env ignores the action taken there.
+        ends = terminated | truncated | restarted
         self.obs[pos, slots] = obs
-        self.valid[pos, slots] = ~(terminated | truncated) | restarted
+        self.valid[pos, slots] = ~ends
         self.first[pos, slots] = first
-        self.next_is_first[slots] = (terminated | truncated) & ~restarted
+        self.next_is_first[slots] = ends
 
         full = pos == self.unroll_length
         completed = self._emit(slots[full]) if full.any() else None
