@@ -1,0 +1,173 @@
+"""The benchmark's markdown report: machine and versions, one table per group, memory, targets."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+from seedpool.bench.cases import Target
+from seedpool.bench.harness import CaseResult, Group, Timing
+
+PACKAGES = ("numpy", "gymnasium", "ale-py", "envpool", "torch", "opencv-python-headless", "psutil")
+THROUGHPUT_COLUMNS = ("engine", "envs", "steps/s (median)", "min–max")
+MEMORY_COLUMNS = ("group", "engine", "envs", "workers", "worker RSS (MiB)", "RSS/env (MiB)", "PSS/env (MiB)",
+                  "USS/env (MiB)")
+TARGET_COLUMNS = ("group", "check", "measured", "required", "met")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git_commit() -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown (no commits)"
+
+
+def machine_info() -> dict[str, str]:
+    """Date, machine, OS and package versions, to print next to every figure."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    info = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"nproc = {usable}; {_cpu_model()}; "
+                   f"{psutil.virtual_memory().total / 2**30:.1f} GiB RAM",
+        "kernel": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "seedpool": _git_commit(),
+    }
+    info.update({name: _version(name) for name in PACKAGES})
+    return info
+
+
+def _rate(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else ""
+
+
+def _cell(result: CaseResult) -> str:
+    return result.error if result.error and result.median is None else _rate(result.median)
+
+
+def group_table(group: Group, results: Sequence[CaseResult]) -> str:
+    """One markdown table: each case's median steps/s, spread, and ratios to the baselines."""
+    by_name = {r.name: r for r in results}
+    columns = list(THROUGHPUT_COLUMNS)
+    if group.frames_per_step > 1:
+        columns.append("frames/s")
+    columns += [f"× {b}" for b in group.baselines]
+    lines = [_row(columns), _row(["---"] + ["---:"] * (len(columns) - 1))]
+    for r in results:
+        spread = f"{_rate(min(r.rates))}–{_rate(max(r.rates))}" if r.rates else ""
+        row = [r.name, str(r.num_envs), _cell(r), spread]
+        if group.frames_per_step > 1:
+            row.append(_rate(r.median * group.frames_per_step) if r.median else "")
+        row += [_ratio(r, by_name.get(b)) for b in group.baselines]
+        lines.append(_row(row))
+    stopped = [f"`{r.name}`: {r.error}" for r in results if r.error and r.median is not None]
+    if stopped:
+        lines.append("")
+        lines.append("Stopped part-way (median of the windows it finished): " + "; ".join(stopped))
+    return "\n".join(lines)
+
+
+def _ratio(result: CaseResult, baseline: CaseResult | None) -> str:
+    if baseline is None or not result.median or not baseline.median:
+        return ""
+    return f"{result.median / baseline.median:.2f}"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
+
+
+def memory_table(measured: Sequence[tuple[Group, Sequence[CaseResult]]]) -> str:
+    """Per-env memory of every case that ran worker processes."""
+    mib = 2**20
+    lines = [_row(MEMORY_COLUMNS), _row(["---"] * 2 + ["---:"] * (len(MEMORY_COLUMNS) - 2))]
+    for group, results in measured:
+        for r in results:
+            if r.worker_rss is None:
+                continue
+            per_env = [(r.worker_rss or 0), (r.worker_pss or 0), (r.worker_uss or 0)]
+            lines.append(_row([group.key, r.name, str(r.num_envs), str(r.num_workers),
+                               f"{r.worker_rss / mib:,.0f}", *(f"{b / mib / r.num_envs:.1f}" for b in per_env)]))
+    return "\n".join(lines)
+
+
+def target_table(targets: Sequence[Target], measured: Sequence[tuple[Group, Sequence[CaseResult]]]) -> str:
+    """Issue 2's required ratios, each with the measured value and whether it is met."""
+    found = {(g.key, r.name): r for g, results in measured for r in results}
+    lines = [_row(TARGET_COLUMNS), _row(["---", "---", "---:", "---:", "---"])]
+    for t in targets:
+        case, base = found.get((t.group, t.case)), found.get((t.group, t.baseline))
+        if case is None and base is None:
+            continue  # the group was not run
+        ratio = case.median / base.median if case and base and case.median and base.median else None
+        met = "not run" if ratio is None else ("yes" if ratio >= t.at_least else "**no**")
+        check = f"{t.case} / {t.baseline}" + (f" ({t.why})" if t.why else "")
+        lines.append(_row([t.group, check, f"{ratio:.2f}" if ratio else "", f"≥ {t.at_least:g}", met]))
+    return "\n".join(lines)
+
+
+def render(info: dict[str, str], timing: Timing, measured: Sequence[tuple[Group, Sequence[CaseResult]]],
+           targets: Sequence[Target], notes: Sequence[str] = ()) -> str:
+    """The whole report as markdown."""
+    out = ["# seedpool engine benchmark", ""]
+    out += [f"- **{key}:** {value}" for key, value in info.items()]
+    out += [
+        f"- **method:** per group, every case is built and warmed up for {timing.warmup:g} s, then "
+        f"{timing.repeats} timed windows of {timing.window:g} s per case, taken round-robin across the "
+        "cases (each repeat starts one case later); the median window is reported, min–max is the spread. "
+        "Random actions are drawn up front with numpy and cycled. For `_async` engines N is the batch "
+        "size and the engine holds 2N envs. EnvPool and ale-py's vector env use 2 threads. "
+        "Atari frames/s = 4 × steps/s. Ratios compare medians from the same run.",
+        "",
+    ]
+    for group, results in measured:
+        out += [f"## {group.title}", "", group_table(group, results), ""]
+    if any(r.worker_rss is not None for _, results in measured for r in results):
+        out += ["## Memory of worker processes (after warm-up)", "",
+                "Summed over the engine's worker processes, divided by its envs. RSS counts shared pages "
+                "(libraries, shared memory, pages inherited by fork) once per process; PSS splits them among "
+                "the processes that map them; USS counts only pages no other process maps.", "",
+                memory_table(measured), ""]
+    out += ["## Targets (issue 2)", "", target_table(targets, measured), ""]
+    out += ["## Notes", ""]
+    out += [f"- {n}" for n in notes]
+    out += [f"- not run: {n}" for n in _not_run(measured)] or ["- every case ran."]
+    return "\n".join(out) + "\n"
+
+
+def _not_run(measured: Sequence[tuple[Group, Sequence[CaseResult]]]) -> list[str]:
+    """Cells without a figure, grouped by reason: `reason: group case, case; group case`."""
+    by_reason: dict[str, dict[str, list[str]]] = {}
+    for group, results in measured:
+        for r in results:
+            if r.error and r.median is None:
+                by_reason.setdefault(r.error, {}).setdefault(group.key, []).append(f"`{r.name}`")
+    return [f"{reason} — " + "; ".join(f"{key}: {', '.join(names)}" for key, names in where.items())
+            for reason, where in by_reason.items()]

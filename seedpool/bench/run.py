@@ -1,0 +1,122 @@
+"""`seedpool bench`: parse options, run the chosen groups, write the markdown report."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+from seedpool.bench.cases import ISSUE_TARGETS, cartpole_group, pong_group, uneven_group
+from seedpool.bench.harness import CaseResult, Group, Timing, reap_leftovers, run_group
+from seedpool.bench.report import machine_info, render
+
+TASKS = ("cartpole", "pong", "uneven")
+QUICK = Timing(warmup=0.2, window=0.5, repeats=2)
+
+
+@dataclass
+class BenchArgs:
+    """Engine throughput: seedpool against a for-loop, gymnasium, EnvPool and ale-py, side by side."""
+
+    tasks: str = ",".join(TASKS)
+    """Comma-separated tasks: cartpole, pong, uneven."""
+    sizes: str = "8,32"
+    """CartPole batch sizes N, comma-separated (async engines hold 2N envs)."""
+    cases: str = ""
+    """Comma-separated case names to keep, e.g. `loop,seedpool_auto` (default: all)."""
+    quick: bool = False
+    """Smoke run: short windows, 2 repeats, CartPole at N=8 only."""
+    warmup: float | None = None
+    """Seconds of untimed stepping per case before the windows (default 1, quick 0.2)."""
+    window: float | None = None
+    """Seconds per timed window (default 5, quick 0.5)."""
+    repeats: int | None = None
+    """Timed windows per case; the median is reported (default 3, quick 2)."""
+    out: str | None = None
+    """Write the markdown report here (default: print it)."""
+
+
+def timing_of(args: BenchArgs) -> Timing:
+    """The warm-up/window/repeats to use: explicit flags win over `--quick` and the defaults."""
+    base = QUICK if args.quick else Timing()
+    timing = Timing(
+        warmup=base.warmup if args.warmup is None else args.warmup,
+        window=base.window if args.window is None else args.window,
+        repeats=base.repeats if args.repeats is None else args.repeats,
+    )
+    if timing.window <= 0 or timing.repeats < 1 or timing.warmup < 0:
+        raise ValueError(f"expected window > 0, repeats >= 1, warmup >= 0; got {timing}")
+    return timing
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def groups_of(args: BenchArgs) -> list[Group]:
+    """The groups to run, with cases filtered by `--cases`."""
+    tasks = _split(args.tasks)
+    unknown = sorted(set(tasks) - set(TASKS))
+    if unknown:
+        raise ValueError(f"unknown task(s) {unknown}; expected some of {list(TASKS)}")
+    try:
+        sizes = [8] if args.quick and args.sizes == BenchArgs.sizes else [int(s) for s in _split(args.sizes)]
+    except ValueError:
+        raise ValueError(f"--sizes expects comma-separated integers, got {args.sizes!r}") from None
+    groups: list[Group] = []
+    for task in tasks:
+        if task == "cartpole":
+            groups += [cartpole_group(n) for n in sizes]
+        elif task == "pong":
+            groups.append(pong_group(8))
+        else:
+            groups.append(uneven_group(8))
+    keep = set(_split(args.cases))
+    if keep:
+        groups = [Group(g.key, g.title, [c for c in g.cases if c.name in keep], g.baselines, g.frames_per_step)
+                  for g in groups]
+    return [g for g in groups if g.cases]
+
+
+def run(args: BenchArgs) -> str:
+    """Run the benchmark described by `args`; return the markdown report."""
+    timing, groups = timing_of(args), groups_of(args)
+    if not groups:
+        raise ValueError(f"no case left to run (tasks={args.tasks!r}, cases={args.cases!r})")
+    info = machine_info()
+    load_before = os.getloadavg()
+    measured: list[tuple[Group, list[CaseResult]]] = []
+    notes: list[str] = []
+    for group in groups:
+        measured.append((group, run_group(group, timing)))
+        leaked = reap_leftovers()
+        if leaked:
+            notes.append(f"`{group.key}`: processes still alive after teardown (killed): {', '.join(leaked)}")
+    load_after = os.getloadavg()
+    notes.append(f"load average (1/5/15 min) before: {_load(load_before)}; after: {_load(load_after)}")
+    return render(info, timing, measured, ISSUE_TARGETS, notes)
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return " / ".join(f"{x:.2f}" for x in load)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `seedpool bench`; returns the process exit code."""
+    args = tyro.cli(BenchArgs, args=sys.argv[1:] if argv is None else argv)
+    try:
+        report = run(args)
+    except ValueError as exc:
+        print(f"seedpool bench: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report)
+        print(f"wrote {path}", file=sys.stderr)
+    else:
+        print(report)
+    return 0
