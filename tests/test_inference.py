@@ -250,3 +250,40 @@ def test_policy_error_fails_waiting_actors_instead_of_hanging():
     assert isinstance(server.error, FloatingPointError)
     with pytest.raises(RuntimeError, match="stopped"):
         server.submit(make_request([0]))
+
+
+# --- the unroll queue ----------------------------------------------------------------
+
+def test_unroll_queue_takes_exact_batches_in_order_and_blocks_when_full():
+    from seedpool.inference.unroll_queue import QueueClosed, UnrollQueue
+
+    buf = TrajectoryBuffers(num_slots=5, unroll_length=2, obs_shape=(2,), obs_dtype=np.float32)
+    chunks = []
+    for t in range(3):
+        out, _ = step(buf, list(range(5)), [t] * 5)
+        if out is not None:
+            chunks.append(out)
+    q = UnrollQueue(max_unrolls=6)
+    q.put(take_unrolls_slice(chunks[0], 0, 3))
+    q.put(take_unrolls_slice(chunks[0], 3, 5))
+    assert q.depth() == 5
+    got = q.take(4, timeout=1)
+    assert got.slots.tolist() == [0, 1, 2, 3] and got.obs.shape == (3, 4, 2)
+    assert q.take(4, timeout=0.01) is None  # only one left
+    q.put(chunks[0])  # 1 + 5 = 6: full now
+    blocked = threading.Thread(target=q.put, args=(chunks[0],))
+    blocked.start()
+    blocked.join(0.1)
+    assert blocked.is_alive()  # back-pressure
+    assert q.take(3, timeout=1).slots.tolist() == [4, 0, 1]
+    blocked.join(1)
+    assert not blocked.is_alive() and q.depth() == 8
+    q.close()
+    with pytest.raises(QueueClosed):
+        q.take(1)
+
+
+def take_unrolls_slice(u, a, b):
+    from seedpool.inference import take_unrolls
+
+    return take_unrolls(u, slice(a, b))

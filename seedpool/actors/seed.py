@@ -1,0 +1,147 @@
+"""SEED actors: loops that only step envs and stream observations to the inference server.
+
+`PoolSource` makes one engine pool in async mode a `Source`; `ActorLoop` drives a source
+in its own thread: recv a batch, submit it, wait for the actions, send them back. While
+one half of a pool waits for actions the other half steps, so envs and inference overlap.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+import numpy as np
+
+from seedpool.envs.pool import EnvPool
+from seedpool.inference.batcher import Request
+from seedpool.inference.server import InferenceServer
+from seedpool.inference.sources import EnvBatch, Source
+
+
+class PoolSource:
+    """An engine pool in async mode (batch_size < num_envs) as an inference `Source`."""
+
+    def __init__(self, pool: EnvPool) -> None:
+        if not pool.is_async:
+            raise ValueError(f"a SEED source needs an async pool (batch_size < num_envs), got {pool!r}")
+        self.pool = pool
+        self.num_envs = pool.num_envs
+        self.batch_size = pool.batch_size
+
+    def start(self) -> None:
+        """Reset every env; the first recv returns reset observations."""
+        self.pool.async_reset()
+
+    def recv(self) -> EnvBatch:
+        """The next batch of envs that finished a step."""
+        obs, rew, term, trunc, info = self.pool.recv()
+        restarted = info.get("restarted")
+        return EnvBatch(
+            env_ids=info["env_id"].astype(np.int64), obs=obs, rewards=rew, terminated=term,
+            truncated=trunc,
+            restarted=np.zeros(len(rew), bool) if restarted is None else restarted,
+            episode_returns=info["episode_return"], episode_lengths=info["episode_length"],
+        )
+
+    def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
+        """Step those envs with those actions."""
+        self.pool.send(actions, env_ids)
+
+    def worker_restarts(self) -> int:
+        """Dead env workers replaced so far."""
+        return self.pool.worker_restarts
+
+    def close(self) -> None:
+        """Close the pool."""
+        self.pool.close()
+
+
+class EpisodeLog:
+    """Finished episodes (return, length), appended by actor threads, drained by the trainer."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[tuple[float, int]] = collections.deque()
+
+    def add(self, batch: EnvBatch) -> None:
+        """Record the episodes that ended in this batch (restarted envs' cut lives excluded)."""
+        done = (batch.terminated | batch.truncated) & ~batch.restarted
+        for r, n in zip(batch.episode_returns[done], batch.episode_lengths[done]):
+            self._items.append((float(r), int(n)))
+
+    def drain(self) -> list[tuple[float, int]]:
+        """Everything recorded since the last drain."""
+        out = []
+        while self._items:
+            out.append(self._items.popleft())
+        return out
+
+
+class ActorLoop:
+    """Drives one source in a thread, feeding `server`; stops on `stop` or on an error."""
+
+    def __init__(self, source: Source, server: InferenceServer, slot_offset: int,
+                 episodes: EpisodeLog, stop: threading.Event) -> None:
+        self.source = source
+        self.server = server
+        self.slot_offset = slot_offset
+        self.episodes = episodes
+        self.stop = stop
+        self.error: BaseException | None = None
+        self.env_steps = 0
+        self._lock = threading.Lock()
+        self._env_s = 0.0
+        self._wait_s = 0.0
+        self._thread = threading.Thread(target=self._run, name=f"actor@{slot_offset}", daemon=True)
+
+    def start(self) -> "ActorLoop":
+        """Start the thread."""
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the thread to finish."""
+        self._thread.join(timeout)
+
+    def read_times(self) -> tuple[float, float]:
+        """(seconds in the envs, seconds waiting for actions) since the last read."""
+        with self._lock:
+            out = (self._env_s, self._wait_s)
+            self._env_s = self._wait_s = 0.0
+        return out
+
+    def _run(self) -> None:
+        try:
+            self.source.start()
+            while not self.stop.is_set():
+                if not self._step():
+                    break
+        except BaseException as e:  # noqa: BLE001 - the trainer reports it and stops the run
+            if not self.stop.is_set():
+                self.error = e
+            self.stop.set()
+
+    def _step(self) -> bool:
+        t0 = time.perf_counter()
+        batch = self.source.recv()
+        t1 = time.perf_counter()
+        self.episodes.add(batch)
+        reply = self.server.submit(Request(
+            slots=batch.env_ids + self.slot_offset, obs=batch.obs, rewards=batch.rewards,
+            terminated=batch.terminated, truncated=batch.truncated, restarted=batch.restarted,
+        ))
+        while True:  # wake now and then to notice a stop while inference is stalled
+            try:
+                actions = reply.wait(timeout=0.5)
+                break
+            except TimeoutError:
+                if self.stop.is_set():
+                    return False
+        t2 = time.perf_counter()
+        self.source.send(actions, batch.env_ids)
+        t3 = time.perf_counter()
+        with self._lock:
+            self._env_s += (t1 - t0) + (t3 - t2)
+            self._wait_s += t2 - t1
+        self.env_steps += len(batch.env_ids)
+        return True
