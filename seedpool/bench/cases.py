@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -81,7 +82,7 @@ def envpool_case(task_id: str, batch: int, asynchronous: bool, **options: Any) -
     def setup() -> Stepper:
         envpool = _require("envpool")
         build = functools.partial(
-            envpool.make, task_id, env_type="gymnasium", num_envs=num_envs, batch_size=batch,
+            _quietly, envpool.make, task_id, env_type="gymnasium", num_envs=num_envs, batch_size=batch,
             num_threads=PEER_THREADS, seed=0, **options,
         )
         if asynchronous:
@@ -89,7 +90,7 @@ def envpool_case(task_id: str, batch: int, asynchronous: bool, **options: Any) -
         # EnvPool's reset takes env ids, not a seed: it is seeded at make.
         return closing_on_error(build, lambda env: _reset_then(env, env.action_space, batch, seeded=False))
 
-    return Case("envpool_async" if asynchronous else "envpool_sync", setup, num_envs)
+    return Case("envpool_async" if asynchronous else "envpool_sync", setup, num_envs, threaded=True)
 
 
 def ale_vec_case(game: str, batch: int, asynchronous: bool) -> Case:
@@ -108,7 +109,14 @@ def ale_vec_case(game: str, batch: int, asynchronous: bool) -> Case:
         )
         return closing_on_error(build, lambda vec: _reset_then(vec, vec.single_action_space, batch))
 
-    return Case("ale_vec_async" if asynchronous else "ale_vec", setup, num_envs)
+    return Case("ale_vec_async" if asynchronous else "ale_vec", setup, num_envs, threaded=True)
+
+
+def _quietly(build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`build(*args, **kwargs)` without warnings (EnvPool's spaces warn about float64 bounds)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build(*args, **kwargs)
 
 
 # --- seedpool ---------------------------------------------------------------------------
@@ -131,7 +139,8 @@ def seedpool_case(task: str | Callable[[], gym.Env], batch: int, backend: str, a
             return closing_on_error(build, lambda p: _async_reset_then(p, p.single_action_space, batch))
         return closing_on_error(build, lambda p: _reset_then(p, p.single_action_space, batch))
 
-    return Case(f"seedpool_{backend}_async" if asynchronous else f"seedpool_{backend}", setup, num_envs)
+    name = f"seedpool_{backend}_async" if asynchronous else f"seedpool_{backend}"
+    return Case(name, setup, num_envs, threaded=backend == "thread")
 
 
 def _reset_then(env: Any, action_space: gym.Space, batch: int, seeded: bool = True) -> Stepper:

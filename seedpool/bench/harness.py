@@ -46,6 +46,9 @@ class Case:
     """Builds, resets and returns the engine's stepper; may raise `Unavailable`."""
     num_envs: int
     """Envs the engine holds (async engines hold twice the batch); divides worker memory."""
+    threaded: bool = False
+    """Starts native threads in this process. Such cases are set up after the others, so that
+    engines which fork workers never fork a process with foreign threads running."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, Unavailable):
         return f"n/a ({exc})"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"error: {type(exc).__name__}: {text}"[:160]
+    return f"error: {type(exc).__name__}: {text}"[:300]
 
 
 def _safe_close(stepper: Stepper, result: CaseResult, log: Callable[[str], None]) -> None:
@@ -194,16 +197,16 @@ def run_group(group: Group, timing: Timing, log: Callable[[str], None] | None = 
     """Measure every case of `group`, interleaved; always closes everything it set up."""
     log = log or _stderr
     log(f"[{group.title}] setting up {len(group.cases)} cases")
-    results: list[CaseResult] = []
+    results = [CaseResult(case.name, case.num_envs) for case in group.cases]
     live: dict[int, Stepper] = {}
     try:
-        for index, case in enumerate(group.cases):
-            result, stepper = _start(case, timing, log)
-            results.append(result)
+        setup_order = sorted(range(len(group.cases)), key=lambda i: group.cases[i].threaded)
+        for index in setup_order:
+            results[index], stepper = _start(group.cases[index], timing, log)
             if stepper is not None:
                 live[index] = stepper
         for repeat in range(timing.repeats):
-            order = list(live)
+            order = sorted(live)
             shift = repeat % len(order) if order else 0
             for index in order[shift:] + order[:shift]:
                 _run_window(index, results[index], live, timing, log)

@@ -68,8 +68,15 @@ def _rate(value: float | None) -> str:
     return f"{value:,.0f}" if value is not None else ""
 
 
+CELL_CHARS = 100
+"""Longer error texts are cut in the table; the notes carry them whole."""
+
+
 def _cell(result: CaseResult) -> str:
-    return result.error if result.error and result.median is None else _rate(result.median)
+    if result.error and result.median is None:
+        text = result.error
+        return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
+    return _rate(result.median)
 
 
 def group_table(group: Group, results: Sequence[CaseResult]) -> str:
