@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,8 +22,13 @@ from seedpool.bench.envs import UnevenEnv
 from seedpool.bench.harness import Case, Group, Stepper, Unavailable
 from seedpool.bench.steppers import AsyncStepper, LoopStepper, SyncStepper, closing_on_error
 
-PEER_THREADS = 2
-"""Threads for EnvPool and ale-py's vector env, as in the anchors (one per core here)."""
+
+
+def peer_threads(num_envs: int) -> int:
+    """Threads for EnvPool and ale-py's vector env: one per usable core (2 in the anchors), at most one per env."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, num_envs))
+
 SEEDPOOL_BACKENDS = ("serial", "thread", "process", "auto")
 
 
@@ -83,7 +89,7 @@ def envpool_case(task_id: str, batch: int, asynchronous: bool, **options: Any) -
         envpool = _require("envpool")
         build = functools.partial(
             _quietly, envpool.make, task_id, env_type="gymnasium", num_envs=num_envs, batch_size=batch,
-            num_threads=PEER_THREADS, seed=0, **options,
+            num_threads=peer_threads(num_envs), seed=0, **options,
         )
         if asynchronous:
             return closing_on_error(build, lambda env: _async_reset_then(env, env.action_space, batch))
@@ -105,7 +111,7 @@ def ale_vec_case(game: str, batch: int, asynchronous: bool) -> Case:
         vector_env = _require("ale_py.vector_env")
         build = functools.partial(
             vector_env.AtariVectorEnv, game, num_envs=num_envs, batch_size=batch if asynchronous else 0,
-            num_threads=PEER_THREADS, reward_clipping=False,
+            num_threads=peer_threads(num_envs), reward_clipping=False,
         )
         return closing_on_error(build, lambda vec: _reset_then(vec, vec.single_action_space, batch))
 

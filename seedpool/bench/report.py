@@ -150,7 +150,7 @@ def render(info: dict[str, str], timing: Timing, measured: Sequence[tuple[Group,
         f"{timing.repeats} timed windows of {timing.window:g} s per case, taken round-robin across the "
         "cases (each repeat starts one case later); the median window is reported, min–max is the spread. "
         "Random actions are drawn up front with numpy and cycled. For `_async` engines N is the batch "
-        "size and the engine holds 2N envs. EnvPool and ale-py's vector env use 2 threads. "
+        "size and the engine holds 2N envs. EnvPool and ale-py's vector env use one thread per core (at most one per env). "
         "Atari frames/s = 4 × steps/s. Ratios compare medians from the same run.",
         "",
     ]

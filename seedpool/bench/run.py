@@ -106,7 +106,7 @@ def _load(load: tuple[float, float, float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `seedpool bench`; returns the process exit code."""
-    args = tyro.cli(BenchArgs, args=sys.argv[1:] if argv is None else argv)
+    args = tyro.cli(BenchArgs, args=sys.argv[1:] if argv is None else argv, prog="seedpool bench")
     try:
         report = run(args)
     except ValueError as exc:
