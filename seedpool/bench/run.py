@@ -56,20 +56,29 @@ def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _sizes(args: BenchArgs) -> list[int]:
+    """CartPole sizes: `--sizes`, or N=8 alone for `--quick` when no sizes were given."""
+    if args.quick and args.sizes == BenchArgs.sizes:
+        return [8]
+    try:
+        sizes = [int(s) for s in _split(args.sizes)]
+    except ValueError:
+        raise ValueError(f"--sizes expects comma-separated positive integers, got {args.sizes!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"--sizes expects comma-separated positive integers, got {args.sizes!r}")
+    return sizes
+
+
 def groups_of(args: BenchArgs) -> list[Group]:
     """The groups to run, with cases filtered by `--cases`."""
     tasks = _split(args.tasks)
     unknown = sorted(set(tasks) - set(TASKS))
     if unknown:
         raise ValueError(f"unknown task(s) {unknown}; expected some of {list(TASKS)}")
-    try:
-        sizes = [8] if args.quick and args.sizes == BenchArgs.sizes else [int(s) for s in _split(args.sizes)]
-    except ValueError:
-        raise ValueError(f"--sizes expects comma-separated integers, got {args.sizes!r}") from None
     groups: list[Group] = []
     for task in tasks:
         if task == "cartpole":
-            groups += [cartpole_group(n) for n in sizes]
+            groups += [cartpole_group(n) for n in _sizes(args)]
         elif task == "pong":
             groups.append(pong_group(8))
         else:
@@ -87,6 +96,7 @@ def run(args: BenchArgs) -> str:
     if not groups:
         raise ValueError(f"no case left to run (tasks={args.tasks!r}, cases={args.cases!r})")
     info = machine_info()
+    info["selection"] = f"tasks={args.tasks}; CartPole sizes={_sizes(args)}; cases={args.cases or 'all'}"
     load_before = os.getloadavg()
     measured: list[tuple[Group, list[CaseResult]]] = []
     notes: list[str] = []
