@@ -182,11 +182,13 @@ def _start(case: Case, timing: Timing, log: Callable[[str], None]) -> tuple[Case
         stepper = case.setup()
         if timing.warmup > 0:
             time_window(stepper, timing.warmup)
-    except Exception as exc:
-        result.error = _describe(exc)
-        log(f"  {case.name}: {result.error}")
+    except BaseException as exc:  # Ctrl-C during warm-up must still close what was built
         if stepper is not None:
             _safe_close(stepper, result, log)
+        if not isinstance(exc, Exception):
+            raise
+        result.error = _describe(exc)
+        log(f"  {case.name}: {result.error}")
         return result, None
     new = [p for pid, p in _worker_processes().items() if pid not in before]
     _measure_memory(result, new)

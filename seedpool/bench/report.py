@@ -97,7 +97,7 @@ def group_table(group: Group, results: Sequence[CaseResult]) -> str:
     stopped = [f"`{r.name}`: {r.error}" for r in results if r.error and r.median is not None]
     if stopped:
         lines.append("")
-        lines.append("Stopped part-way (median of the windows it finished): " + "; ".join(stopped))
+        lines.append("Failed after some windows (the median of the finished ones stands): " + "; ".join(stopped))
     return "\n".join(lines)
 
 
