@@ -1,0 +1,1 @@
+"""Learning algorithms: return estimators (pure functions) and loss/update rules."""

@@ -1,0 +1,180 @@
+"""Proximal Policy Optimisation (clipped objective); A2C is its one-epoch unclipped case.
+
+The update is algorithm state-free: ``ppo_update(policy, optimizer, batch, cfg)`` runs the
+epochs and minibatches and returns averaged statistics. Learning-rate and clip annealing
+are applied by the caller through :func:`annealed`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seedpool.algos.returns import gae
+from seedpool.models.base import ActorCritic
+
+
+@dataclass
+class PPOConfig:
+    """PPO hyperparameters (per-env defaults come from ``seedpool.trainers.ppo.ppo_defaults``)."""
+
+    num_steps: int = 128
+    """Steps collected per env between updates (rollout length T)."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; the rollout of T x num_envs steps is split into this many."""
+    update_epochs: int = 4
+    """Passes over each rollout."""
+    learning_rate: float = 2.5e-4
+    """Adam learning rate at the start of training."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to zero over the run."""
+    adam_eps: float = 1e-5
+    """Adam epsilon (1e-5 as in the PPO baselines, not torch's 1e-8)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda (1.0: Monte-Carlo returns bootstrapped at the rollout end)."""
+    clip_coef: float | None = 0.2
+    """Policy ratio clip range epsilon; None disables clipping (A2C)."""
+    anneal_clip: bool = False
+    """Decay the clip range linearly to zero over the run, like rl-zoo3's lin_ schedules."""
+    clip_vloss: bool = False
+    """Clip the value update to clip_coef around the old values."""
+    ent_coef: float = 0.0
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient; the value loss is the plain mean squared error, as in SB3."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+    target_kl: float | None = None
+    """Stop the epochs of an update early once the approximate KL exceeds this; None: never."""
+
+
+def a2c_config(base: PPOConfig) -> PPOConfig:
+    """A2C as PPO's special case: one epoch, one minibatch, no clipping, raw advantages."""
+    return dataclasses.replace(
+        base, update_epochs=1, num_minibatches=1, clip_coef=None, clip_vloss=False,
+        norm_adv=False, target_kl=None,
+    )
+
+
+def annealed(initial: float, progress: float, enabled: bool) -> float:
+    """Linear decay from ``initial`` at progress 0 to 0 at progress 1 (no-op when disabled)."""
+    if not enabled:
+        return initial
+    return initial * max(0.0, 1.0 - progress)
+
+
+@dataclass
+class PPOBatch:
+    """Flat ``[N, ...]`` training data: only valid steps, with advantages and returns."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.obs.shape[0]
+
+    def take(self, idx: torch.Tensor | slice) -> PPOBatch:
+        """Rows ``idx`` of every field."""
+        return PPOBatch(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+
+
+def make_batch(rollout, gamma: float, gae_lambda: float) -> PPOBatch:
+    """GAE over a time-major rollout, then drop masked steps and flatten ``[T, B] -> [N]``.
+
+    ``rollout`` is an :class:`seedpool.actors.sampler.Rollout` (any object with its fields).
+    """
+    advantages = gae(
+        rollout.rewards, rollout.values, rollout.terminated, rollout.truncated, gamma, gae_lambda
+    )
+    returns = advantages + rollout.values[:-1]
+    valid = rollout.valid
+    return PPOBatch(
+        obs=rollout.obs[valid],
+        actions=rollout.actions[valid],
+        logprobs=rollout.logprobs[valid],
+        values=rollout.values[:-1][valid],
+        advantages=advantages[valid],
+        returns=returns[valid],
+    )
+
+
+def ppo_loss(
+    policy: ActorCritic, mb: PPOBatch, cfg: PPOConfig, clip_coef: float | None
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The PPO objective on one minibatch: (loss to minimise, detached statistics)."""
+    logprob, entropy, value = policy.evaluate(mb.obs, mb.actions)
+    logratio = logprob - mb.logprobs
+    ratio = logratio.exp()
+    adv = mb.advantages
+    if cfg.norm_adv and adv.numel() > 1:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    pg_loss = -adv * ratio
+    if clip_coef is not None:
+        pg_loss = torch.max(pg_loss, -adv * ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef))
+    pg_loss = pg_loss.mean()
+    v_loss = (value - mb.returns).pow(2)
+    if cfg.clip_vloss and clip_coef is not None:
+        v_clipped = mb.values + (value - mb.values).clamp(-clip_coef, clip_coef)
+        v_loss = torch.max(v_loss, (v_clipped - mb.returns).pow(2))
+    v_loss = v_loss.mean()
+    entropy = entropy.mean()
+    loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
+    with torch.no_grad():
+        stats = {
+            "policy_loss": pg_loss.detach(),
+            "value_loss": v_loss.detach(),
+            "entropy": entropy.detach(),
+            "approx_kl": ((ratio - 1.0) - logratio).mean(),
+            "clipfrac": ((ratio - 1.0).abs() > (clip_coef or float("inf"))).float().mean(),
+        }
+    return loss, stats
+
+
+def ppo_update(
+    policy: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    batch: PPOBatch,
+    cfg: PPOConfig,
+    clip_coef: float | None = None,
+) -> dict[str, float]:
+    """Run ``update_epochs`` x ``num_minibatches`` gradient steps; returns mean statistics.
+
+    ``clip_coef`` overrides ``cfg.clip_coef`` (for annealing); pass None to use the config's.
+    """
+    clip = cfg.clip_coef if clip_coef is None or cfg.clip_coef is None else clip_coef
+    n = len(batch)
+    history: list[dict[str, torch.Tensor]] = []
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    for _ in range(cfg.update_epochs):
+        # One minibatch is the whole batch: order does not matter, skip the shuffle and copy.
+        chunks = [slice(None)] if cfg.num_minibatches == 1 else torch.randperm(n).chunk(cfg.num_minibatches)
+        for idx in chunks:
+            mb = batch if isinstance(idx, slice) else batch.take(idx.to(batch.obs.device))
+            loss, stats = ppo_loss(policy, mb, cfg, clip)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(params, cfg.max_grad_norm, foreach=True)
+            optimizer.step()
+            history.append(stats)
+        if cfg.target_kl is not None and float(history[-1]["approx_kl"]) > cfg.target_kl:
+            break
+    means = {k: float(torch.stack([h[k] for h in history]).mean()) for k in history[0]}
+    means["explained_variance"] = explained_variance(batch.values, batch.returns)
+    means["epochs"] = len(history) / len(chunks)
+    return means
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
+    """1 - Var[target - predicted] / Var[target]; NaN when the target is constant."""
+    var = target.var()
+    return float("nan") if float(var) == 0.0 else float(1.0 - (target - predicted).var() / var)

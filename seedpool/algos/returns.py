@@ -1,0 +1,70 @@
+"""Return estimators as pure functions over time-major tensors ``[T, B]``.
+
+Conventions shared by every estimator here:
+
+- ``rewards[t]``, ``terminated[t]``, ``truncated[t]`` describe the transition taken from
+  observation ``t`` (what the env returned for the action at ``t``).
+- ``values`` has ``T + 1`` rows: ``values[t]`` is the value of observation ``t`` and
+  ``values[T]`` the value of the observation that follows the last transition. When a step
+  ends an episode, ``values[t + 1]`` is the value of that episode's *final* observation
+  (the engine's ``autoreset="next_step"`` returns it), which is what a truncated episode
+  bootstraps from. A terminated episode bootstraps from zero.
+- No estimator ever propagates credit across an episode end (terminated or truncated).
+"""
+from __future__ import annotations
+
+import torch
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """Generalised advantage estimates ``[T, B]`` (Schulman et al. 2016)."""
+    _check_time_major(rewards, values, terminated, truncated)
+    not_terminal = 1.0 - terminated.to(values.dtype)
+    not_done = 1.0 - (terminated | truncated).to(values.dtype)
+    # All the one-step TD errors at once; only the recursion below is sequential.
+    deltas = rewards + gamma * values[1:] * not_terminal - values[:-1]
+    decay = gamma * lam * not_done
+    advantages = torch.empty_like(deltas)
+    running = torch.zeros_like(deltas[0])
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        running = deltas[t] + decay[t] * running
+        advantages[t] = running
+    return advantages
+
+
+def discounted_returns(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    gamma: float,
+) -> torch.Tensor:
+    """n-step discounted returns ``[T, B]`` bootstrapped from ``values`` (GAE with lambda 1, plus V)."""
+    return gae(rewards, values, terminated, truncated, gamma, 1.0) + values[:-1]
+
+
+def _check_time_major(
+    rewards: torch.Tensor, values: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor
+) -> None:
+    """Raise a ValueError naming the offending argument when shapes or dtypes disagree."""
+    if rewards.dim() < 1:
+        raise ValueError(f"rewards must be time-major [T, ...], got shape {tuple(rewards.shape)}")
+    expected_values = (rewards.shape[0] + 1, *rewards.shape[1:])
+    if tuple(values.shape) != expected_values:
+        raise ValueError(
+            f"values must have shape {expected_values} (one more row than rewards, for the "
+            f"bootstrap value), got {tuple(values.shape)}"
+        )
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if flag.shape != rewards.shape or flag.dtype != torch.bool:
+            raise ValueError(
+                f"{name} must be a bool tensor of shape {tuple(rewards.shape)}, "
+                f"got {flag.dtype} {tuple(flag.shape)}"
+            )

@@ -1,0 +1,92 @@
+"""Atomic checkpoints and the random-number-generator state they carry.
+
+A checkpoint is a ``torch.save`` dict with a format marker, the algorithm name and the
+trainer's state (model, optimizer, counters, RNG states, config...). It is written to a
+temporary file, flushed to disk and renamed over the old one, so a crash never leaves a
+half-written checkpoint. Loading uses ``weights_only=True``: a foreign file cannot run code.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+FORMAT = "seedpool-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be used; the message says why and what to do."""
+
+
+def save_checkpoint(path: Path, algo: str, state: dict[str, Any]) -> None:
+    """Write ``state`` for algorithm ``algo`` to ``path`` atomically."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    payload = {"format": FORMAT, "version": VERSION, "algo": algo, **state}
+    with open(tmp, "wb") as f:
+        torch.save(payload, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, algo: str | None = None, map_location: str = "cpu") -> dict[str, Any]:
+    """Read a checkpoint, checking that it is seedpool's and (if given) of algorithm ``algo``."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}: the run stopped before its first checkpoint, "
+                              "so there is nothing to resume; start a new run instead")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, ValueError) as err:
+        raise CheckpointError(
+            f"{path} could not be read as a checkpoint ({type(err).__name__}): it is truncated, corrupt "
+            "or not written by seedpool. Resume from a run folder that seedpool wrote, or start a new run"
+        ) from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a seedpool checkpoint (no '{FORMAT}' marker)")
+    if state.get("version") != VERSION:
+        raise CheckpointError(f"{path} has checkpoint format version {state.get('version')}; "
+                              f"this seedpool reads version {VERSION}")
+    if algo is not None and state.get("algo") != algo:
+        raise CheckpointError(
+            f"{path} was written by '{state.get('algo')}', not '{algo}': "
+            f"resume it with `seedpool train {state.get('algo')} --resume ...`"
+        )
+    return state
+
+
+def rng_state() -> dict[str, Any]:
+    """The state of Python's, numpy's and torch's global generators (CUDA too when present)."""
+    np_state = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        # Stored as plain values so that loading needs no pickle of numpy objects.
+        "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore generators saved by :func:`rng_state`."""
+    random.setstate(_tuples(state["python"]))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), int(pos), int(has_gauss), float(cached)))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _tuples(x: Any) -> Any:
+    """Python's random state must be nested tuples; serialisation may hand back lists."""
+    return tuple(_tuples(v) for v in x) if isinstance(x, (list, tuple)) else x

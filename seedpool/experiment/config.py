@@ -1,0 +1,91 @@
+"""Configs every trainer shares, and their round trip through ``config.json``."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class RunConfig:
+    """Options of a training run that do not depend on the algorithm."""
+
+    env: str = "CartPole-v1"
+    """Task id: a seedpool id (e.g. Pong-v5) or any gymnasium id."""
+    seed: int = 1
+    """Seed for the policy, the minibatch order and the envs (env i gets seed + i)."""
+    total_timesteps: int = 150_000
+    """Env steps to train for (summed over envs). With --resume: the new total."""
+    num_envs: int = 8
+    """Environments stepped in parallel."""
+    backend: Literal["auto", "serial", "thread", "process"] = "auto"
+    """Engine backend; "auto" measures the env and picks."""
+    device: str = "auto"
+    """Torch device for the policy and the update: "cpu", "cuda", "cuda:1", or "auto" (cuda if present)."""
+    torch_threads: int = 1
+    """Torch CPU threads (1 leaves the other cores to env workers); 0 keeps torch's default."""
+    runs_dir: Path = Path("runs")
+    """Parent folder of run folders."""
+    resume: Path | None = None
+    """Continue the run in this folder (its config applies; options given here override it)."""
+    checkpoint_every_s: float = 60.0
+    """Seconds between checkpoints (one is also written at the end and on Ctrl-C)."""
+    progress: Literal["auto", "rich", "log", "off"] = "auto"
+    """Progress display: "auto" is a live bar on a terminal and log lines otherwise."""
+    log_every_s: float = 5.0
+    """Seconds between progress log lines (when not drawing a live bar)."""
+    tensorboard: bool = True
+    """Also write TensorBoard event files next to metrics.csv."""
+    replay_limit: int = 2_000_000
+    """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
+
+
+def config_to_dict(cfg: Any) -> dict[str, Any]:
+    """A JSON-friendly dict of a (nested) dataclass config."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, Path):
+            return str(v)
+        if isinstance(v, (tuple, list)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return {k: plain(v) for k, v in dataclasses.asdict(cfg).items()}
+
+
+def config_from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Rebuild a dataclass config from :func:`config_to_dict` output; unknown keys are an error."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no option(s) {unknown}; known: {sorted(names)}")
+    return cls(**{k: _coerce(hints[k], v) for k, v in data.items()})
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    for option in options:
+        if dataclasses.is_dataclass(option) and isinstance(value, dict):
+            return config_from_dict(option, value)
+        if option is Path:
+            return Path(value)
+        if typing.get_origin(option) is tuple and isinstance(value, list):
+            return tuple(value)
+    return value
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON atomically (temporary file, then rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)

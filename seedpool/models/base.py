@@ -1,0 +1,49 @@
+"""The actor-critic interface every seedpool policy network implements."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from seedpool.models.distributions import ActionHead, Params
+
+
+def layer_init(layer: nn.Linear | nn.Conv2d, std: float = float(np.sqrt(2)), bias: float = 0.0):
+    """Orthogonal weights and constant bias: the PPO-paper initialisation."""
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+class ActorCritic(nn.Module):
+    """A policy and a value function over a batch of observations.
+
+    Subclasses implement :meth:`forward`; everything an algorithm needs is built on it:
+    ``forward(obs) -> (params, value)``, ``act(obs) -> (action, logprob, value)``,
+    ``evaluate(obs, action) -> (logprob, entropy, value)``.
+    """
+
+    head: ActionHead
+
+    def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        """Distribution params and state values ``[B]`` for a batch of observations."""
+        raise NotImplementedError
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """State values ``[B]``."""
+        return self.forward(obs)[1]
+
+    def act(
+        self, obs: torch.Tensor, deterministic: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample actions; returns ``(action, logprob, value)``."""
+        params, value = self.forward(obs)
+        action = self.head.sample(params, deterministic)
+        return action, self.head.log_prob(params, action), value
+
+    def evaluate(
+        self, obs: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Re-score stored actions; returns ``(logprob, entropy, value)``."""
+        params, value = self.forward(obs)
+        return self.head.log_prob(params, action), self.head.entropy(params), value

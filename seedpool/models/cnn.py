@@ -1,0 +1,37 @@
+"""The Nature-DQN convolutional actor-critic (Mnih et al. 2015) for stacked Atari frames."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from seedpool.models.base import ActorCritic, layer_init
+from seedpool.models.distributions import CategoricalHead, Params
+
+
+class NatureCNNActorCritic(ActorCritic):
+    """Shared conv trunk with linear policy and value heads; takes uint8 ``[B, C, H, W]``."""
+
+    def __init__(self, obs_shape: tuple[int, int, int], num_actions: int) -> None:
+        super().__init__()
+        channels = obs_shape[0]
+        self.trunk = nn.Sequential(
+            layer_init(nn.Conv2d(channels, 32, 8, stride=4)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            flat = self.trunk(torch.zeros(1, *obs_shape)).shape[1]
+        self.fc = nn.Sequential(layer_init(nn.Linear(flat, 512)), nn.ReLU())
+        self.pi_head = layer_init(nn.Linear(512, num_actions), std=0.01)
+        self.vf_head = layer_init(nn.Linear(512, 1), std=1.0)
+        self.head = CategoricalHead()
+        self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
+
+    def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        """Logits ``[B, A]`` and values ``[B]``; pixels are scaled to [0, 1] here, not in the env."""
+        hidden = self.fc(self.trunk(obs.float() * self.scale))
+        return self.pi_head(hidden), self.vf_head(hidden).squeeze(-1)

@@ -1,0 +1,125 @@
+"""`train_ppo`: the engine's envs -> sampler -> PPO update -> metrics and checkpoints."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+import torch
+
+import seedpool
+from seedpool.actors.sampler import make_sampler
+from seedpool.algos.ppo import PPOConfig, annealed, make_batch, ppo_update
+from seedpool.experiment import (
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state,
+    setup_torch,
+)
+from seedpool.models import ModelConfig, make_policy
+
+OptionValue = Union[bool, int, float, str]
+
+
+@dataclass
+class PPOTrainConfig(RunConfig):
+    """`seedpool train ppo`: run options, PPO hyperparameters and the policy network."""
+
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    sampler: Literal["auto", "sync", "double"] = "auto"
+    """Rollout loop: "sync" steps all envs in lockstep; "double" alternates two halves (async engine)."""
+    env_options: dict[str, OptionValue] = field(default_factory=dict)
+    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
+
+
+def train_ppo(cfg: PPOTrainConfig) -> RunResult:
+    """Train PPO as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
+    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
+    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
+    pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend, seed=_env_seed(cfg, ckpt),
+                         **cfg.env_options)
+    try:
+        policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
+        optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.ppo.learning_rate, eps=cfg.ppo.adam_eps)
+        with Run.open(cfg, "ppo", cfg, ckpt) as run:
+            sampler = make_sampler(cfg.sampler, pool, policy, cfg.ppo.num_steps, device, run.timer,
+                                   cfg.replay_limit)
+            if ckpt is not None:
+                _restore(ckpt, policy, optimizer, sampler)
+            while not run.done(cfg.total_timesteps):
+                progress = run.step / cfg.total_timesteps
+                rollout, episodes = sampler.collect()
+                run.record_episodes(episodes)
+                with run.timer.phase("learn"):
+                    stats = _learn(policy, optimizer, rollout, cfg.ppo, progress)
+                run.end_update(sampler.env_steps, stats)
+                if run.checkpoint_due():
+                    run.save_checkpoint(_state(policy, optimizer, sampler))
+            run.save_checkpoint(_state(policy, optimizer, sampler))
+    finally:
+        pool.close()
+    return finish_run(run, cfg.env, "ppo")
+
+
+def _learn(policy, optimizer, rollout, cfg: PPOConfig, progress: float) -> dict[str, float]:
+    """One PPO update on a rollout with annealed learning rate and clip range."""
+    lr = annealed(cfg.learning_rate, progress, cfg.anneal_lr)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    clip = None if cfg.clip_coef is None else annealed(cfg.clip_coef, progress, cfg.anneal_clip)
+    batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda)
+    stats = ppo_update(policy, optimizer, batch, cfg, clip)
+    scalars = {f"losses/{k}": v for k, v in stats.items()}
+    scalars["charts/learning_rate"] = lr
+    return scalars
+
+
+def _state(policy, optimizer, sampler) -> dict:
+    """Everything a resumed run needs besides the run's counters."""
+    return {"model": policy.state_dict(), "optimizer": optimizer.state_dict(), "rng": rng_state(),
+            "sampler": sampler.state_dict()}
+
+
+def _restore(ckpt: dict, policy, optimizer, sampler) -> None:
+    """Load a checkpoint into freshly built objects, then rebuild the envs' state."""
+    policy.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    sampler.load_state_dict(ckpt["sampler"])
+    set_rng_state(ckpt["rng"])  # last: building and replaying must not shift the generators
+
+
+def _env_seed(cfg: PPOTrainConfig, ckpt: dict | None) -> int:
+    """The pool's seed: the run's seed, or a fresh one when a resume cannot replay the envs."""
+    if ckpt is None or ckpt["sampler"].get("actions") is not None:
+        return cfg.seed
+    return cfg.seed + 1_000_003 * (1 + int(ckpt["counters"]["step"]))
+
+
+def ppo_defaults(env_id: str) -> PPOTrainConfig:
+    """Well-known settings per task family: rl-zoo3's tuned CartPole, the PPO paper's Atari."""
+    if _is_atari(env_id):
+        ppo = PPOConfig(num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
+                        clip_coef=0.1, clip_vloss=True, ent_coef=0.01, vf_coef=0.25,
+                        gamma=0.99, gae_lambda=0.95)
+        # vf_coef 0.25 on the plain MSE equals the usual 0.5 x (1/2)MSE of baselines and CleanRL.
+        return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=10_000_000, ppo=ppo,
+                              env_options={"episodic_life": True, "reward_clip": True},
+                              replay_limit=200_000)
+    if env_id.startswith("CartPole"):
+        ppo = PPOConfig(num_steps=32, num_minibatches=1, update_epochs=20, learning_rate=1e-3,
+                        gamma=0.98, gae_lambda=0.8, clip_coef=0.2, anneal_clip=True, ent_coef=0.0)
+        return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, ppo=ppo)
+    if env_id.startswith("Pendulum"):
+        ppo = PPOConfig(num_steps=256, num_minibatches=16, update_epochs=10, learning_rate=1e-3,
+                        gamma=0.9, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0)
+        return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, ppo=ppo)
+    # Anything else: CleanRL's classic-control settings.
+    ppo = PPOConfig(num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
+                    ent_coef=0.01, gamma=0.99, gae_lambda=0.95)
+    return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=500_000, ppo=ppo)
+
+
+def _is_atari(env_id: str) -> bool:
+    """Ids that the engine builds as Atari (Pong-v5, ...) or gymnasium's ALE/ ids."""
+    from seedpool.envs import registry
+
+    return env_id.startswith("ALE/") or registry.find(env_id) is not None
+
