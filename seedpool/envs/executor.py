@@ -156,33 +156,42 @@ class Executor:
     # -- commands -------------------------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
         """Start env ids with op STEP or RESET (actions/seeds are already in the buffers)."""
-        code = op << OP_SHIFT
-        self.in_flight.update(ids)
         if not self.workers:
-            self.local_pending.extend(code | i for i in ids)
+            self.local_pending.append((op, ids))
             return
+        self.in_flight.update(ids)
+        code = op << OP_SHIFT
         owner = self.owner
         per_worker: dict[int, list[int]] = {}
+        mine: list[int] = []
         for i in ids:
             k = owner[i]
             if k < 0:
-                self.local_pending.append(code | i)
+                mine.append(i)
             else:
                 per_worker.setdefault(int(k), []).append(code | i)
         for k, entries in per_worker.items():
             link = self.workers[k].link
             link.commands.push(entries)
             link.bell.ring()
+        if mine:
+            self.local_pending.append((op, mine))
 
     def wait(self, n: int) -> list[int]:
         """Return n finished env ids, oldest first; raise if an env failed or a worker died."""
-        got = self.leftover[:n]
-        self.leftover = self.leftover[n:]
-        if len(got) < n:
-            got += self._collect(n - len(got))
-        self.in_flight.difference_update(got)
-        status = self.b.status
-        failed = [i for i in got if status[i] == FAILED]
+        if self.leftover:
+            got = self.leftover[:n]
+            self.leftover = self.leftover[n:]
+            if len(got) < n:
+                got += self._collect(n - len(got))
+        else:
+            got = self._collect(n)
+        if self.workers:
+            self.in_flight.difference_update(got)
+        if self.local_errors or self.workers and self.b.status[got].any():
+            failed = [i for i in got if self.b.status[i] == FAILED]
+        else:
+            failed = None
         if failed:
             self.leftover = [i for i in got if i != failed[0]] + self.leftover
             raise self._error_for(failed[0])
@@ -196,7 +205,15 @@ class Executor:
             avail = ring.available() if ring is not None else 0
             # Step our own envs while the workers' completions do not make up the batch.
             while pending and avail + len(out) < n:
-                out.append(self._run_local(pending.pop(0)))
+                op, ids = pending[0]
+                take = min(len(ids), n - avail - len(out))
+                if take < len(ids):
+                    pending[0] = (op, ids[take:])
+                    ids = ids[:take]
+                else:
+                    pending.pop(0)
+                self._run_local(op, ids)
+                out += ids
                 if ring is not None:
                     avail = ring.available()
             if avail + len(out) >= n:
@@ -207,16 +224,24 @@ class Executor:
                 raise RuntimeError("internal error: nothing in flight to wait for")
             self._block_until(ring.tail + n - len(out))
 
-    def _run_local(self, entry: int) -> int:
-        op, i = entry >> OP_SHIFT, entry & ENV_MASK
-        status = self.b.status
-        try:
-            status[i] = self.local.reset(i) if op == RESET else self.local.step(i)
-        except Exception:  # noqa: BLE001 - surfaced by wait()
-            status[i] = FAILED
-            self.local.mark_for_reset(i)
-            self.local_errors[i] = ("reset" if op == RESET else "step", traceback.format_exc())
-        return i
+    def _run_local(self, op: int, ids: list[int]) -> None:
+        """Run envs in this process; an env that raises is recorded and the rest still run."""
+        status, local = self.b.status, self.local
+        while ids:
+            i = ids[0]
+            try:
+                if op == RESET:
+                    for i in ids:
+                        status[i] = local.reset(i)
+                else:
+                    local.step_all(ids)
+                return
+            except Exception as exc:  # noqa: BLE001 - surfaced by wait()
+                i = getattr(exc, "env_id", i)
+                status[i] = FAILED
+                local.mark_for_reset(i)
+                self.local_errors[i] = ("reset" if op == RESET else "step", traceback.format_exc())
+                ids = ids[ids.index(i) + 1 :]
 
     def _block_until(self, head: int) -> None:
         """Sleep until the completion ring's head reaches `head`, watching the workers."""

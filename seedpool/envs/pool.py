@@ -48,6 +48,8 @@ class EnvPool:
         self._in_flight = np.zeros(num_envs, np.bool_)
         self._n_in_flight = 0
         self._all = np.arange(num_envs, dtype=np.int64)
+        self._all_list = self._all.tolist()
+        self._all32 = self._all.astype(np.int32)
         self._closed = False
         self._exec = Executor(spec, num_envs, self._b, autoreset == "same_step", executor_cfg)
         self._finalizer = weakref.finalize(self, self._exec.close)
@@ -71,7 +73,7 @@ class EnvPool:
         ids = self._send(action, env_id)
         if self.is_async:
             return self._receive(self.batch_size, ordered=False)
-        return self._receive(len(ids), ordered=True, expected=ids)
+        return self._receive(len(ids), ordered=True)
 
     # -- async API --------------------------------------------------------------------------
     def async_reset(self) -> None:
@@ -102,39 +104,51 @@ class EnvPool:
             ids = self._all
         else:
             ids = validate.env_ids(env_id, self.num_envs)
-        busy = self._in_flight[ids]
-        if busy.any():
-            raise EnvPoolError(f"env_id {ids[busy].tolist()} already in flight: recv() their results before sending again")
+        if self._n_in_flight:
+            busy = self._in_flight[ids]
+            if busy.any():
+                raise EnvPoolError(
+                    f"env_id {ids[busy].tolist()} already in flight: recv() their results before sending again"
+                )
         act = validate.actions(self.single_action_space, action, len(ids))
-        _write_rows(self._b.action, ids, act, len(ids) == self.num_envs and ids is self._all)
+        _write_rows(self._b.action, ids, act, ids is self._all)
         self._submit(ids, STEP)
         return ids
 
     def _submit(self, ids: np.ndarray, op: int) -> None:
-        self._in_flight[ids] = True
-        self._n_in_flight += len(ids)
-        self._exec.submit(ids.tolist(), op)
+        if ids is self._all:
+            self._in_flight[:] = True
+            id_list = self._all_list
+        else:
+            self._in_flight[ids] = True
+            id_list = ids.tolist()
+        self._n_in_flight += len(id_list)
+        self._exec.submit(id_list, op)
 
-    def _receive(self, n: int, ordered: bool, expected: np.ndarray | None = None):
+    def _receive(self, n: int, ordered: bool):
         self._check_open()
         if self._n_in_flight < n:
             raise EnvPoolError(
                 f"recv() needs {n} envs in flight, but {self._n_in_flight} are: send() actions first"
             )
         got = self._exec.wait(n)
+        self._n_in_flight -= n
+        if n == self.num_envs:  # everything came back: no gather needed
+            self._in_flight[:] = False
+            if ordered:
+                return self._batch(self._all, self._all32, whole=True)
         if ordered:
             got.sort()
         idx = np.asarray(got, dtype=np.int64)
         self._in_flight[idx] = False
-        self._n_in_flight -= n
-        return self._batch(idx, whole=n == self.num_envs and ordered)
+        return self._batch(idx, idx.astype(np.int32), whole=False)
 
-    def _batch(self, idx: np.ndarray, whole: bool):
+    def _batch(self, idx: np.ndarray, idx32: np.ndarray, whole: bool):
         b = self._b
         sel = None if whole else idx
-        take = (lambda a: a.copy()) if whole else (lambda a: a[idx])  # noqa: E731
+        take = np.copy if whole else (lambda a: a[idx])  # noqa: E731
         info: dict[str, Any] = {
-            "env_id": idx.astype(np.int32),
+            "env_id": idx32.copy() if whole else idx32,
             "elapsed_step": take(b.elapsed_step),
             "episode_return": take(b.episode_return),
             "episode_length": take(b.episode_length),

@@ -20,7 +20,8 @@ from seedpool.envs.spec import TaskSpec
 def action_reader(space: gym.Space, buf: spaces.Tree) -> Callable[[int], Any]:
     """A function returning env i's action from the action buffer, as the env expects it."""
     if isinstance(space, gym.spaces.Discrete):
-        return buf.item  # a Python int: the cheapest thing to hand to env.step
+        # A numpy integer: gymnasium's Discrete.contains checks it faster than a Python int.
+        return buf.__getitem__
     if isinstance(space, gym.spaces.Dict):
         return lambda i: {k: v.copy() for k, v in spaces.row(buf, i).items()}
     return lambda i: buf[i].copy()  # the env may keep it; the buffer is reused
@@ -113,6 +114,52 @@ class EnvRunner:
                 self.needs_reset[i] = True
         spaces.write(b.obs, i, obs)
         return OK
+
+    def step_all(self, ids: list[int]) -> None:
+        """`step(i)` for each id, with the per-env work inlined (the serial hot path).
+
+        If an env raises, the exception carries `env_id` and the envs after it are not run.
+        """
+        b = self.b
+        reward, terminated, truncated = b.reward, b.terminated, b.truncated
+        elapsed_step, episode_return, episode_length = b.elapsed_step, b.episode_return, b.episode_length
+        envs, needs_reset, elapsed, returns = self.envs, self.needs_reset, self.elapsed, self.returns
+        read_action, limit, same_step = self.read_action, self.limit, self.same_step
+        write_obs = b.obs.__setitem__ if not isinstance(b.obs, dict) else lambda i, o: spaces.write(b.obs, i, o)
+        info_items = self.info_items
+        i = -1
+        try:
+            for i in ids:
+                if needs_reset[i]:
+                    self.reset(i)
+                    continue
+                obs, rew, term, trunc, info = envs[i].step(read_action(i))
+                n = elapsed[i] + 1
+                ret = returns[i] + rew
+                elapsed[i] = n
+                returns[i] = ret
+                if n == limit and not term:
+                    trunc = True
+                reward[i] = rew
+                terminated[i] = term
+                truncated[i] = trunc
+                elapsed_step[i] = n
+                episode_return[i] = ret
+                episode_length[i] = n
+                if info_items:
+                    self._write_info(i, info)
+                if term or trunc:
+                    if same_step:
+                        spaces.write(b.final_obs, i, obs)
+                        obs, _ = envs[i].reset()
+                        elapsed[i] = 0
+                        returns[i] = 0.0
+                    else:
+                        needs_reset[i] = True
+                write_obs(i, obs)
+        except Exception as exc:
+            exc.env_id = i  # type: ignore[attr-defined]
+            raise
 
     def mark_for_reset(self, i: int) -> None:
         """Make the next step of env i a reset (after an env error)."""

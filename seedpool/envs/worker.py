@@ -6,6 +6,7 @@ import ctypes
 import os
 import signal
 import traceback
+from time import perf_counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, STEP, Doorbell, Rin
 from seedpool.envs.runner import EnvRunner
 
 OP_NAMES = {0: "step", 1: "reset"}
+PUBLISH_EVERY_S = 20e-6
 
 
 @dataclass
@@ -25,10 +27,10 @@ class Completions:
     bell: Doorbell
     target: Any  # memoryview of one int64: ring head the pool is waiting for
 
-    def publish(self, env_id: int) -> None:
-        """Publish one finished env; wake the pool if that completes what it waits for."""
+    def publish(self, env_ids: list[int]) -> None:
+        """Publish finished envs; wake the pool if that completes what it waits for."""
         with self.lock:  # the release is also the fence that orders head before target
-            self.ring.push_one(env_id)
+            self.ring.push(env_ids)
         if self.ring.head[0] >= self.target[0]:
             self.bell.ring()
 
@@ -56,6 +58,8 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             if not link.bell.wait(1.0) and parent_pid is not None and os.getppid() != parent_pid:
                 return  # orphaned: the pool's process died without closing us
             continue
+        finished: list[int] = []
+        last = perf_counter()
         for entry in commands.take(n):
             op, i = entry >> OP_SHIFT, entry & ENV_MASK
             if op == CLOSE:
@@ -66,7 +70,16 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
                 status[i] = FAILED
                 runner.mark_for_reset(i)
                 _report(link.errors, (i, OP_NAMES.get(op, "?"), traceback.format_exc()))
-            done.publish(i)
+            finished.append(i)
+            # Slow envs are published one by one (async callers get them as soon as they are
+            # done); cheap ones in groups, so publishing does not cost more than stepping.
+            now = perf_counter()
+            if now - last > PUBLISH_EVERY_S:
+                done.publish(finished)
+                finished = []
+                last = now
+        if finished:
+            done.publish(finished)
 
 
 def _report(errors: Any, item: tuple[int, str, str]) -> None:
