@@ -124,7 +124,7 @@ class Executor:
         if shared:
             handle = ctx.Process(
                 target=process_main,
-                args=(make_runner, link, self.done, self.ready, k, os.getpid()),
+                args=(make_runner, link, self.done, self.ready, k, os.getpid(), _on_main_thread()),
                 name=f"seedpool-worker-{k}",
                 daemon=True,
             )
@@ -350,6 +350,10 @@ class Executor:
         if self.local is not None:
             self.local.close()
             self.local = None
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 def _span(ids: list[int]) -> str:

@@ -89,9 +89,14 @@ def _report(errors: Any, item: tuple[int, str, str]) -> None:
         errors.send(item)
 
 
-def process_main(make_runner, link: WorkerLink, done: Completions, ready, index: int, parent_pid: int) -> None:
+def process_main(
+    make_runner, link: WorkerLink, done: Completions, ready, index: int, parent_pid: int, pdeathsig: bool
+) -> None:
     """Entry point of a forked worker process."""
-    _die_with_parent()
+    if pdeathsig:
+        # Linux sends it when the *thread* that forked us exits, so the pool asks for it only
+        # when created on the main thread; otherwise the idle loop's getppid() check serves.
+        _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the pool's to handle
     try:
         runner = make_runner()
