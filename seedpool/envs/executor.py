@@ -194,8 +194,15 @@ class Executor:
             failed = None
         if failed:
             self.leftover = [i for i in got if i != failed[0]] + self.leftover
+            self.in_flight.update(self.leftover)
             raise self._error_for(failed[0])
         return got
+
+    def drop_leftover(self) -> list[int]:
+        """Forget completions kept back after an error (sync mode drops the failed batch)."""
+        dropped, self.leftover = self.leftover, []
+        self.in_flight.difference_update(dropped)
+        return dropped
 
     def _collect(self, n: int) -> list[int]:
         out: list[int] = []
@@ -263,10 +270,14 @@ class Executor:
                 self._check_workers()
                 timeout = self.cfg.step_timeout
                 if timeout is not None and time.monotonic() - last_progress > timeout:
-                    raise StepTimeoutError(
-                        f"no env finished within step_timeout={timeout:g} s; "
-                        f"in flight on workers: {self._in_flight_summary()}"
-                    )
+                    if not self.cfg.restart_workers:
+                        raise StepTimeoutError(
+                            f"no env finished within step_timeout={timeout:g} s; in flight: "
+                            f"{self._in_flight_summary()}. Close the pool, or create it with "
+                            "on_worker_death='restart' to replace hung workers"
+                        )
+                    self._kill_hung_workers()
+                    last_progress = time.monotonic()
         finally:
             done.target[0] = 1 << 62
 
@@ -286,9 +297,7 @@ class Executor:
     def _restart(self, dead: _Worker) -> None:
         """Replace a dead worker; its envs come back reset, reported truncated and RESTARTED."""
         self._drain_errors(dead)
-        ring = self.done.ring
-        published = set(ring.data[i % ring.capacity] for i in range(ring.tail, ring.head[0]))
-        lost = [i for i in dead.env_ids if i in self.in_flight and i not in published and i not in self.leftover]
+        lost = self._stuck().get(dead.index, [])
         new = self._spawn(dead.index, dead.env_ids, restarted=True)
         new.restarts = dead.restarts + 1
         self.workers[dead.index] = new
@@ -321,12 +330,29 @@ class Executor:
         self.b.status[i] = OK
         return EnvStepError(i, op, tb)
 
+    def _stuck(self) -> dict[int, list[int]]:
+        """In-flight env ids per worker that have not published a result."""
+        ring = self.done.ring
+        published = {int(ring.data[j % ring.capacity]) for j in range(ring.tail, ring.head[0])}
+        stuck: dict[int, list[int]] = {}
+        for i in sorted(self.in_flight - published - set(self.leftover)):
+            k = int(self.owner[i])
+            if k >= 0:
+                stuck.setdefault(k, []).append(i)
+        return stuck
+
     def _in_flight_summary(self) -> str:
-        parts = []
-        for w in self.workers:
-            c = w.link.commands
-            parts.append(f"worker {w.index} (pid {getattr(w.handle, 'pid', '-')}): {c.head[0] - c.tail} queued")
-        return "; ".join(parts)
+        return "; ".join(
+            f"worker {k} (pid {getattr(self.workers[k].handle, 'pid', '-')}) envs {ids}"
+            for k, ids in self._stuck().items()
+        )
+
+    def _kill_hung_workers(self) -> None:
+        for k in self._stuck():
+            handle = self.workers[k].handle
+            if hasattr(handle, "kill"):
+                handle.kill()
+                handle.join(1.0)
 
     # -- shutdown -------------------------------------------------------------------------
     def close(self, timeout: float = 2.0) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from seedpool.envs import spaces, validate
 from seedpool.envs.buffers import RESTARTED, Buffers
 from seedpool.envs.channel import RESET, STEP
-from seedpool.envs.errors import ClosedError, EnvPoolError
+from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
 from seedpool.envs.spec import TaskSpec
 
@@ -131,7 +131,11 @@ class EnvPool:
             raise EnvPoolError(
                 f"recv() needs {n} envs in flight, but {self._n_in_flight} are: send() actions first"
             )
-        got = self._exec.wait(n)
+        try:
+            got = self._exec.wait(n)
+        except EnvStepError as err:
+            self._recover(err.env_id)
+            raise
         self._n_in_flight -= n
         if n == self.num_envs:  # everything came back: no gather needed
             self._in_flight[:] = False
@@ -142,6 +146,17 @@ class EnvPool:
         idx = np.asarray(got, dtype=np.int64)
         self._in_flight[idx] = False
         return self._batch(idx, idx.astype(np.int32), whole=False)
+
+    def _recover(self, env_id: int) -> None:
+        """After an env raised: sync mode drops the failed step; async mode restarts the env."""
+        self._in_flight[env_id] = False
+        self._n_in_flight -= 1
+        if self.is_async:  # it comes back from a later recv(), reset and reported truncated
+            self._submit(np.array([env_id]), RESET)
+        else:
+            dropped = self._exec.drop_leftover()
+            self._in_flight[dropped] = False
+            self._n_in_flight -= len(dropped)
 
     def _batch(self, idx: np.ndarray, idx32: np.ndarray, whole: bool):
         b = self._b

@@ -162,8 +162,9 @@ class EnvRunner:
             raise
 
     def mark_for_reset(self, i: int) -> None:
-        """Make the next step of env i a reset (after an env error)."""
+        """After an env error: its next step is a reset that reports the episode truncated."""
         self.needs_reset[i] = True
+        self.restart_marks.add(i)
 
     def _write_info(self, i: int, info: dict[str, Any]) -> None:
         for key, arr in self.info_items:
