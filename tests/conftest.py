@@ -1,0 +1,101 @@
+"""Shared fixtures: a leak check for engine tests (child processes, /dev/shm entries)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:  # envs_for_tests is imported by tests and by child scripts
+    sys.path.insert(0, str(TESTS_DIR))
+
+SHM = Path("/dev/shm")
+
+
+def child_pids() -> set[int]:
+    """Live descendants of this process (zombies excluded)."""
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.add(p.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def shm_entries() -> set[str]:
+    """Names in /dev/shm (empty where it does not exist)."""
+    try:
+        return set(os.listdir(SHM))
+    except FileNotFoundError:
+        return set()
+
+
+def _held_by_others(name: str, mine: set[int]) -> bool:
+    """True if a process outside this test's tree maps or opens /dev/shm/name.
+
+    Other people's programs share this machine's /dev/shm; their entries are not our leaks.
+    """
+    target = str(SHM / name)
+    for p in psutil.process_iter(["pid"]):
+        if p.pid in mine:
+            continue
+        try:
+            if any(m.path == target for m in p.memory_maps(grouped=True)):
+                return True
+            if any(f.path == target for f in p.open_files()):
+                return True
+        except (psutil.Error, OSError):
+            continue
+    return False
+
+
+def wait_gone(pids: set[int], timeout: float) -> set[int]:
+    """Wait up to `timeout` s for `pids` to exit; return the ones still alive."""
+    deadline = time.monotonic() + timeout
+    alive = {p for p in pids if psutil.pid_exists(p)}
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = {p for p in alive if _running(p)}
+    return {p for p in alive if _running(p)}
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def new_shm_leaks(before: set[str], timeout: float = 1.0) -> set[str]:
+    """/dev/shm entries that appeared since `before` and are not someone else's."""
+    deadline = time.monotonic() + timeout
+    new = shm_entries() - before
+    while new and time.monotonic() < deadline:
+        time.sleep(0.1)
+        new &= shm_entries()  # transient entries of other programs come and go
+    mine = {os.getpid()} | child_pids()
+    return {n for n in new if not _held_by_others(n, mine)}
+
+
+@pytest.fixture
+def no_leaks():
+    """Assert that the test leaves no child process and no new /dev/shm entry behind."""
+    children, shm = child_pids(), shm_entries()
+    yield
+    left = wait_gone(child_pids() - children, timeout=3.0)
+    assert not left, f"child processes left behind: {[psutil.Process(p).cmdline() for p in left if _running(p)]}"
+    leaked = new_shm_leaks(shm)
+    assert not leaked, f"new /dev/shm entries left behind: {sorted(leaked)}"
+
+
+@pytest.fixture
+def runner_pid() -> int:
+    """The test runner's pid (FaultyEnv('kill') refuses to kill it)."""
+    return os.getpid()

@@ -1,0 +1,176 @@
+"""Small deterministic gymnasium envs for the engine tests.
+
+Every env here is pure Python and cheap. The faulty ones misbehave only when reset with a
+chosen seed, so one env of a pool (env i gets seed + i) can fail while the others run on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class EchoEnv(gym.Env):
+    """Discrete actions; the reward echoes the action, so a reward shows which action was used.
+
+    obs = [seed of the last seeded reset, steps in this episode, last action], float32.
+    The episode terminates after `episode_len` steps.
+    """
+
+    def __init__(self, n_actions: int = 5, episode_len: int = 7):
+        self.action_space = spaces.Discrete(n_actions)
+        self.observation_space = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+        self.episode_len = episode_len
+        self.seed_value = -1
+        self.t = 0
+
+    def _obs(self, last_action: float) -> np.ndarray:
+        return np.array([self.seed_value, self.t, last_action], np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.seed_value = seed
+        self.t = 0
+        return self._obs(-1.0), {}
+
+    def step(self, action: Any):
+        self.t += 1
+        a = int(action)
+        return self._obs(a), float(a), self.t >= self.episode_len, False, {}
+
+
+class FaultyEnv(EchoEnv):
+    """An EchoEnv that misbehaves on step `at_step` of each episode if reset with `bad_seed`.
+
+    fault: "raise" (RuntimeError), "hang" (sleeps for an hour), "kill" (SIGKILLs its own
+    process; it refuses to do so in the process `safe_pid`, the test runner).
+    """
+
+    def __init__(self, fault: str, at_step: int, bad_seed: int, safe_pid: int, episode_len: int = 50):
+        super().__init__(episode_len=episode_len)
+        self.fault, self.at_step, self.bad_seed, self.safe_pid = fault, at_step, bad_seed, safe_pid
+
+    def step(self, action: Any):
+        if self.seed_value == self.bad_seed and self.t + 1 == self.at_step:
+            self._misbehave()
+        return super().step(action)
+
+    def _misbehave(self) -> None:
+        if self.fault == "raise":
+            raise RuntimeError(f"deliberate failure of FaultyEnv at step {self.at_step}")
+        if self.fault == "hang":
+            time.sleep(3600)
+        if self.fault == "kill":
+            if os.getpid() == self.safe_pid:
+                raise RuntimeError("FaultyEnv(kill) refuses to kill the test runner")
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise ValueError(f"unknown fault {self.fault!r}")
+
+
+class DictObsEnv(gym.Env):
+    """Dict observations (a Box and a Discrete); reward echoes the discrete action."""
+
+    def __init__(self, episode_len: int = 4):
+        self.observation_space = spaces.Dict(
+            {"pos": spaces.Box(-10.0, 10.0, (2,), np.float32), "phase": spaces.Discrete(4)}
+        )
+        self.action_space = spaces.Discrete(3)
+        self.episode_len = episode_len
+        self.t = 0
+        self.seed_value = -1
+
+    def _obs(self) -> dict[str, Any]:
+        return {"pos": np.array([self.seed_value, self.t], np.float32), "phase": self.t % 4}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.seed_value = seed
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        self.t += 1
+        return self._obs(), float(action), self.t >= self.episode_len, False, {}
+
+
+class DiscreteObsEnv(gym.Env):
+    """Discrete observations: obs = steps in the episode (mod 6); reward echoes the action."""
+
+    def __init__(self, episode_len: int = 5):
+        self.observation_space = spaces.Discrete(6)
+        self.action_space = spaces.Discrete(2)
+        self.episode_len = episode_len
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return 0, {}
+
+    def step(self, action: Any):
+        self.t += 1
+        return self.t % 6, float(action), self.t >= self.episode_len, False, {}
+
+
+class BoxActionEnv(gym.Env):
+    """Continuous Box(2,) actions; obs is the action, reward is a[0] + 10 * a[1]."""
+
+    def __init__(self, episode_len: int = 6):
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.episode_len = episode_len
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: Any):
+        self.t += 1
+        a = np.asarray(action, np.float32)
+        return a.copy(), float(a[0] + 10 * a[1]), self.t >= self.episode_len, False, {}
+
+
+class MultiDiscreteEnv(gym.Env):
+    """MultiDiscrete([3, 4]) actions; reward is 10 * a[0] + a[1]; obs is the action."""
+
+    def __init__(self, episode_len: int = 6):
+        self.action_space = spaces.MultiDiscrete([3, 4])
+        self.observation_space = spaces.Box(0, 10, (2,), np.int64)
+        self.episode_len = episode_len
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.int64), {}
+
+    def step(self, action: Any):
+        self.t += 1
+        a = np.asarray(action, np.int64)
+        return a.copy(), float(10 * a[0] + a[1]), self.t >= self.episode_len, False, {}
+
+
+class UnevenEnv(EchoEnv):
+    """An EchoEnv whose steps sleep `slow_s` when reset with a seed below `slow_below`.
+
+    Sleeping releases the GIL, so thread workers overlap as processes do.
+    """
+
+    def __init__(self, slow_s: float, slow_below: int, episode_len: int = 1000):
+        super().__init__(episode_len=episode_len)
+        self.slow_s, self.slow_below = slow_s, slow_below
+
+    def step(self, action: Any):
+        if self.seed_value < self.slow_below:
+            time.sleep(self.slow_s)
+        return super().step(action)
