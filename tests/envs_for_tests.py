@@ -174,3 +174,17 @@ class UnevenEnv(EchoEnv):
         if self.seed_value < self.slow_below:
             time.sleep(self.slow_s)
         return super().step(action)
+
+
+class CostlyCartPole(gym.Wrapper):
+    """CartPole whose step busy-waits `cost_s` (so backend="auto" sees a non-trivial step cost)."""
+
+    def __init__(self, cost_s: float = 60e-6, max_episode_steps: int = 60):
+        super().__init__(gym.make("CartPole-v1", max_episode_steps=max_episode_steps))
+        self.cost_s = cost_s
+
+    def step(self, action: Any):
+        end = time.perf_counter() + self.cost_s
+        while time.perf_counter() < end:
+            pass
+        return self.env.step(action)

@@ -1,0 +1,241 @@
+"""Backends: identical sync trajectories everywhere, async batching and completion order, clean shutdown."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+import seedpool
+from conftest import TESTS_DIR, child_pids, new_shm_leaks, shm_entries, wait_gone
+from envs_for_tests import CostlyCartPole, EchoEnv, UnevenEnv
+
+pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
+
+SYNC_CONFIGS = {
+    "serial": dict(backend="serial"),
+    "thread": dict(backend="thread", num_workers=2),
+    "process-2": dict(backend="process", num_workers=2),
+    "process-3": dict(backend="process", num_workers=3),
+    "auto": dict(backend="auto"),
+}
+
+
+def rollout(task, config: dict, autoreset: str, steps: int = 300, n: int = 6) -> list:
+    """Every array a sync pool returns over `steps` random steps (fixed seeds and actions)."""
+    actions = np.random.default_rng(0).integers(0, 2, (steps, n))
+    out = []
+    with seedpool.make(task, num_envs=n, seed=11, autoreset=autoreset, **config) as pool:
+        obs, info = pool.reset()
+        out.append((obs, info))
+        for a in actions:
+            out.append(pool.step(a))
+    return out
+
+
+def assert_same(a, b, where: str) -> None:
+    if isinstance(a, dict):
+        assert set(a) == set(b), where
+        for k in a:
+            assert_same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, tuple):
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{where}[{k}]")
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=where)
+        assert np.asarray(a).dtype == np.asarray(b).dtype, where
+
+
+@pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
+def test_sync_backends_give_identical_trajectories(autoreset):
+    ref = rollout("CartPole-v1", SYNC_CONFIGS["serial"], autoreset)
+    ends = sum(int((r[2] | r[3]).sum()) for r in ref[1:])
+    assert ends >= 10, "the rollout must cross episode ends"
+    for name, config in SYNC_CONFIGS.items():
+        if name != "serial":
+            got = rollout("CartPole-v1", config, autoreset)
+            for t, (x, y) in enumerate(zip(ref, got)):
+                assert_same(x, y, f"{name} step {t}")
+
+
+def test_auto_with_main_process_share_matches_serial():
+    with seedpool.make(CostlyCartPole, num_envs=4) as pool:
+        if pool.backend != "process+main":
+            pytest.skip(f"auto chose {pool.backend!r} on this machine, not process+main")
+    ref = rollout(CostlyCartPole, {"backend": "serial"}, "next_step", steps=150, n=4)
+    got = rollout(CostlyCartPole, {"backend": "auto"}, "next_step", steps=150, n=4)
+    assert sum(int((r[2] | r[3]).sum()) for r in ref[1:]) >= 4  # CostlyCartPole truncates at 60
+    for t, (x, y) in enumerate(zip(ref, got)):
+        assert_same(x, y, f"process+main step {t}")
+
+
+# -- async ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["serial", "thread", "process"])
+def test_async_batches_serve_every_env_with_its_own_actions(backend):
+    n, batch, episode_len = 6, 2, 7
+    with seedpool.make(lambda: EchoEnv(episode_len=episode_len), num_envs=n, batch_size=batch,
+                       backend=backend, num_workers=2, seed=0) as pool:
+        pool.async_reset()
+        served, elapsed, last_action = np.zeros(n, int), {}, {}
+        for r in range(90):
+            obs, rew, term, trunc, info = pool.recv()
+            ids = info["env_id"]
+            assert ids.shape == (batch,) and len(set(ids.tolist())) == batch
+            assert obs.shape == (batch, 3) and rew.shape == (batch,)
+            for k, i in enumerate(ids.tolist()):
+                served[i] += 1
+                t = int(info["elapsed_step"][k])
+                assert obs[k][0] == i, "row k must hold env i's own observation"
+                if i in elapsed:  # each env's episode advances one step per service
+                    assert t == (0 if elapsed[i] == episode_len else elapsed[i] + 1)
+                    if t:
+                        assert rew[k] == last_action[i]
+                elapsed[i] = t
+            actions = (ids + r) % 5
+            last_action.update(zip(ids.tolist(), actions.tolist()))
+            pool.send(actions, ids)
+        assert served.min() >= 10, f"an env was starved: {served.tolist()}"
+
+
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_async_recv_returns_the_fastest_envs_first(backend):
+    slow = 0.3
+    # Envs 0 and 1 (seeds 0, 1) sleep on every step and live on worker 0; envs 2, 3 are fast.
+    with seedpool.make(lambda: UnevenEnv(slow_s=slow, slow_below=2), num_envs=4, batch_size=2,
+                       backend=backend, num_workers=2, seed=0) as pool:
+        pool.async_reset()
+        pool.recv()
+        pool.recv()
+        start = time.monotonic()
+        pool.send(np.array([1, 1]), [0, 1])
+        pool.send(np.array([1, 1]), [2, 3])
+        assert sorted(pool.recv()[4]["env_id"].tolist()) == [2, 3]
+        pool.send(np.array([1, 1]), [2, 3])
+        assert sorted(pool.recv()[4]["env_id"].tolist()) == [2, 3]
+        assert time.monotonic() - start < slow, "the fast envs waited for the slow ones"
+        assert sorted(pool.recv()[4]["env_id"].tolist()) == [0, 1]
+        assert time.monotonic() - start >= slow
+
+
+# -- clean shutdown ---------------------------------------------------------------------------
+
+def test_close_leaves_no_child_process_at_once_and_twice_is_fine():
+    before = child_pids()
+    pool = seedpool.make(lambda: EchoEnv(), num_envs=4, backend="process", num_workers=2)
+    assert child_pids() - before == set(pool.worker_pids) and len(pool.worker_pids) == 2
+    pool.reset()
+    pool.step(np.ones(4, np.int64))
+    pool.close()
+    assert child_pids() - before == set()
+    pool.close()
+
+
+def test_a_pool_garbage_collected_without_close_leaves_nothing():
+    before = child_pids()
+    pool = seedpool.make(lambda: EchoEnv(), num_envs=2, backend="process", num_workers=2)
+    pool.reset()
+    pids = set(pool.worker_pids)
+    assert pids <= child_pids() - before
+    del pool
+    gc.collect()
+    assert not wait_gone(pids, timeout=3.0)
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, numpy as np, seedpool
+    from envs_for_tests import EchoEnv, UnevenEnv
+
+    if sys.argv[1] == "stuck":  # every step sleeps for an hour: workers cannot poll their parent
+        make_env = lambda: UnevenEnv(slow_s=3600.0, slow_below=10**9)
+    else:
+        make_env = lambda: EchoEnv(episode_len=50)
+    pool = seedpool.make(make_env, num_envs=4, backend="process", num_workers=2)
+    pool.reset()
+    print(" ".join(map(str, pool.worker_pids)), flush=True)
+    if sys.argv[1] == "exit":
+        sys.exit(0)
+    if sys.argv[1] == "raise":
+        raise RuntimeError("script failed with the pool open")
+    while True:
+        pool.step(np.ones(4, np.int64))
+    """
+)
+
+
+def start_script(tmp_path, mode: str) -> tuple[subprocess.Popen, set[int]]:
+    """Run SCRIPT in a fresh interpreter (its own session); return it and its worker pids."""
+    path = tmp_path / "pool_script.py"
+    path.write_text(SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)])}
+    proc = subprocess.Popen([sys.executable, str(path), mode], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    line = proc.stdout.readline()
+    assert line.strip(), f"the script printed no worker pids; stderr:\n{proc.stderr.read()}"
+    pids = {int(p) for p in line.split()}
+    assert len(pids) == 2
+    return proc, pids
+
+
+@pytest.mark.parametrize("mode", ["exit", "raise"])
+def test_a_script_that_exits_without_close_leaves_no_process(tmp_path, mode):
+    shm = shm_entries()
+    proc, pids = start_script(tmp_path, mode)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == (0 if mode == "exit" else 1), err
+    left = wait_gone(pids, timeout=3.0)
+    kill_leftovers(left, tmp_path)
+    assert not left, "workers outlived their script"
+    assert not new_shm_leaks(shm)
+
+
+def test_ctrl_c_while_stepping_exits_and_leaves_no_process(tmp_path):
+    shm = shm_entries()
+    proc, pids = start_script(tmp_path, "step")
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the script did not exit on Ctrl-C")
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err
+    left = wait_gone(pids, timeout=3.0)
+    kill_leftovers(left, tmp_path)
+    assert not left, "workers outlived their script"
+    assert not new_shm_leaks(shm)
+
+
+@pytest.mark.parametrize("mode", ["step", "stuck"])
+def test_a_parent_killed_with_sigkill_leaves_no_orphan_workers(tmp_path, mode):
+    # "stuck": the workers sit inside env.step, so only PR_SET_PDEATHSIG can end them in time.
+    shm = shm_entries()
+    proc, pids = start_script(tmp_path, mode)
+    time.sleep(0.3)
+    proc.kill()
+    proc.communicate(timeout=10)
+    left = wait_gone(pids, timeout=3.0)
+    kill_leftovers(left, tmp_path)
+    assert not left, "orphaned workers survived their parent"
+    assert not new_shm_leaks(shm)
+
+
+def kill_leftovers(pids: set[int], tmp_path) -> None:
+    """SIGKILL workers of our script that survived (so a failing test leaves nothing running)."""
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            if any(str(tmp_path) in part for part in p.cmdline()):
+                p.kill()
+        except psutil.Error:
+            pass
