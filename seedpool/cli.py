@@ -1,0 +1,204 @@
+"""`seedpool` command line: train, eval, plot, bench.
+
+    seedpool train ppo --env CartPole-v1 [--seed 1 --total-timesteps 100000 ...]
+    seedpool train ppo --resume runs/CartPole-v1__ppo__1__... [--total-timesteps N]
+    seedpool eval RUN_DIR [--episodes 10] [--video]
+    seedpool plot RUN_DIR... [--out curves.png]
+    seedpool bench ...
+
+Each training algorithm is one entry of ``TRAINERS``: its config class, its per-env
+defaults and its train function (see docs/training.md to add one).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import tyro
+
+USAGE = """usage: seedpool {train,eval,plot,bench} ...
+
+  seedpool train ALGO --env ID [options]   train (ALGO: %s); --help lists the options
+  seedpool train ALGO --resume RUN_DIR     continue a stopped run in its folder
+  seedpool eval RUN_DIR [--episodes N] [--video]
+  seedpool plot RUN_DIR... [--out PNG]
+  seedpool bench [options]                 engine and end-to-end throughput
+"""
+
+
+class Trainer(NamedTuple):
+    """How the CLI reaches an algorithm: "module:attribute" paths, imported on use."""
+
+    config: str  # the dataclass of its options (tyro parses it)
+    defaults: str  # env_id -> config instance with that env's well-known settings
+    train: str  # config -> RunResult
+
+
+TRAINERS: dict[str, Trainer] = {
+    "ppo": Trainer("seedpool.trainers.ppo:PPOTrainConfig", "seedpool.trainers.ppo:ppo_defaults",
+                   "seedpool.trainers.ppo:train_ppo"),
+    # "impala": Trainer("seedpool.trainers.impala:IMPALATrainConfig", "...:impala_defaults",
+    #                   "seedpool.trainers.impala:train_impala"),  (issue 4)
+}
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message says what to do."""
+
+
+def _load(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` in argv (the last one wins)."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def train_config(algo: str, argv: list[str]) -> Any:
+    """Parse ``seedpool train ALGO`` options on top of the env's (or the resumed run's) defaults."""
+    from seedpool.experiment import config_from_dict, read_run_config
+
+    if algo not in TRAINERS:
+        raise UsageError(f"unknown algorithm {algo!r}; available: {', '.join(TRAINERS)}")
+    entry = TRAINERS[algo]
+    cls = _load(entry.config)
+    resume = _option(argv, "--resume")
+    if resume is not None:
+        run_algo, data = read_run_config(Path(resume))
+        if run_algo != algo:
+            raise UsageError(f"{resume} is a '{run_algo}' run: resume it with "
+                             f"`seedpool train {run_algo} --resume {resume}`")
+        default = config_from_dict(cls, {**data, "resume": resume})
+        env = _option(argv, "--env")
+        if env is not None and env != default.env:
+            raise UsageError(f"{resume} trains {default.env}; a resumed run cannot switch to {env}. "
+                             "Start a new run for another env")
+    else:
+        default = _load(entry.defaults)(_option(argv, "--env") or cls().env)
+    return tyro.cli(cls, default=default, args=argv, prog=f"seedpool train {algo}",
+                    description=f"Train {algo.upper()}; defaults shown are those for --env {default.env}.")
+
+
+@dataclass
+class EvalArgs:
+    """Evaluate a run's saved policy."""
+
+    run_dir: tyro.conf.Positional[Path]
+    """The run folder (runs/<env>__<algo>__<seed>__<time>)."""
+    episodes: int = 10
+    """Episodes to average over."""
+    video: bool = False
+    """Also write a video of one episode to RUN_DIR/videos/."""
+    deterministic: bool = False
+    """Take the most likely action instead of sampling."""
+    seed: int = 10_000
+    """Seed of the evaluation envs (different from training's)."""
+    device: str = "cpu"
+    """Torch device for the policy."""
+
+
+@dataclass
+class PlotArgs:
+    """Draw learning curves of one or several runs; runs of the same env and algo are shaded together."""
+
+    run_dirs: tyro.conf.Positional[list[Path]]
+    """Run folders."""
+    out: Path | None = None
+    """PNG to write (default: curves.png in the run folder for one run, ./curves.png for several)."""
+
+
+def cmd_train(argv: list[str]) -> int:
+    """`seedpool train ALGO ...`."""
+    if not argv or argv[0].startswith("-"):
+        raise UsageError(f"say which algorithm to train: seedpool train {{{','.join(TRAINERS)}}} --env ID")
+    cfg = train_config(argv[0], argv[1:])
+    result = _load(TRAINERS[argv[0]].train)(cfg)
+    return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+def cmd_eval(argv: list[str]) -> int:
+    """`seedpool eval RUN_DIR ...`."""
+    from seedpool.experiment.evaluate import evaluate_run, record_video
+
+    args = tyro.cli(EvalArgs, args=argv, prog="seedpool eval")
+    res = evaluate_run(args.run_dir, args.episodes, args.seed, args.deterministic, args.device)
+    print(f"{args.run_dir}: return {res.mean:.2f} +- {res.std:.2f} over {len(res.returns)} episodes "
+          f"(mean length {sum(res.lengths) / len(res.lengths):.0f})")
+    if args.video:
+        path = record_video(args.run_dir, args.run_dir / "videos" / "episode.mp4", args.seed, args.deterministic)
+        print(f"video: {path}")
+    return 0
+
+
+def cmd_plot(argv: list[str]) -> int:
+    """`seedpool plot RUN_DIR... [--out PNG]`."""
+    from seedpool.experiment.plot import plot_runs
+
+    args = tyro.cli(PlotArgs, args=argv, prog="seedpool plot")
+    out = args.out or (args.run_dirs[0] / "curves.png" if len(args.run_dirs) == 1 else Path("curves.png"))
+    print(f"plot: {plot_runs(args.run_dirs, out)}")
+    return 0
+
+
+def cmd_bench(argv: list[str]) -> int:
+    """`seedpool bench ...`: the engine benchmark (seedpool.bench)."""
+    try:
+        bench = importlib.import_module("seedpool.bench")
+    except ModuleNotFoundError as err:
+        if err.name not in ("seedpool.bench", "seedpool"):
+            raise
+        raise UsageError("seedpool bench is not available in this version (no seedpool.bench module)") from None
+    return int(bench.main(argv) or 0)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "train": cmd_train, "eval": cmd_eval, "plot": cmd_plot, "bench": cmd_bench,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `seedpool` script; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print(USAGE % ", ".join(TRAINERS), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"seedpool: unknown command {argv[0]!r}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        return 0 if argv else EXIT_BAD_INPUT
+    return run_command(COMMANDS[argv[0]], argv[1:])
+
+
+def run_command(command: Callable[[list[str]], int], argv: list[str]) -> int:
+    """Run a subcommand, turning known bad input into a one-line message and exit code 2."""
+    from seedpool.envs.errors import EnvPoolError
+    from seedpool.experiment import CheckpointError, RunDirError
+
+    try:
+        return command(argv)
+    except (UsageError, CheckpointError, RunDirError, EnvPoolError, ValueError, TypeError) as err:
+        if os.environ.get("SEEDPOOL_DEBUG"):
+            raise
+        print(f"seedpool: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("seedpool: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

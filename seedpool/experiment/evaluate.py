@@ -1,0 +1,143 @@
+"""Evaluate a run's saved policy: returns over N episodes, and an optional video of one.
+
+Works for any algorithm whose checkpoint holds ``model`` (an :class:`ActorCritic` state)
+and whose config.json holds ``env``, ``env_options`` and ``model`` (a ModelConfig).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seedpool.experiment.checkpoint import load_checkpoint
+from seedpool.experiment.config import config_from_dict
+from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
+from seedpool.models import ActorCritic, ModelConfig, make_policy
+
+# Training-only task options that would distort an evaluation of the real task.
+_TRAINING_ONLY = {"episodic_life": False, "reward_clip": False}
+
+
+@dataclass
+class EvalResult:
+    """Episode returns of an evaluation and where its video went."""
+
+    returns: list[float]
+    lengths: list[int]
+    video: Path | None = None
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.returns))
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.returns))
+
+
+def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> ActorCritic:
+    """The policy saved in a run folder, rebuilt for ``spaces`` = (obs_space, action_space)."""
+    algo, cfg = read_run_config(run_dir)
+    state = load_checkpoint(Path(run_dir) / CHECKPOINT_FILE, algo, map_location=device)
+    if "model" not in state or "model" not in cfg:
+        raise RunDirError(f"{run_dir}: the '{algo}' checkpoint has no policy network to evaluate")
+    policy = make_policy(*spaces, config_from_dict(ModelConfig, cfg["model"])).to(device)
+    try:
+        policy.load_state_dict(state["model"])
+    except RuntimeError as err:
+        raise RunDirError(f"{run_dir}: the checkpoint does not fit the configured network ({err})") from None
+    return policy.eval()
+
+
+def eval_env_options(cfg: dict) -> dict:
+    """The run's task options with training-only ones (life loss ends, reward clipping) off."""
+    opts = dict(cfg.get("env_options") or {})
+    for key, value in _TRAINING_ONLY.items():
+        if key in opts:
+            opts[key] = value
+    return opts
+
+
+def evaluate_run(run_dir: Path, episodes: int = 10, seed: int = 10_000, deterministic: bool = False,
+                 device: str = "cpu", num_envs: int = 8, backend: str = "auto") -> EvalResult:
+    """Mean/std return of the saved policy over ``episodes`` full episodes."""
+    import seedpool
+
+    if episodes < 1:
+        raise ValueError(f"--episodes must be at least 1, got {episodes}")
+    _, cfg = read_run_config(run_dir)
+    num_envs = max(1, min(num_envs, episodes))
+    # Each env contributes a fixed quota of episodes, so short episodes are not over-sampled.
+    quota = np.full(num_envs, episodes // num_envs)
+    quota[: episodes % num_envs] += 1
+    with seedpool.make(cfg["env"], num_envs=num_envs, seed=seed, backend=backend,
+                       **eval_env_options(cfg)) as pool:
+        policy = load_run_policy(run_dir, (pool.single_observation_space, pool.single_action_space), device)
+        returns, lengths = [], []
+        obs, _ = pool.reset()
+        while quota.sum() > 0:
+            with torch.no_grad():
+                action, _, _ = policy.act(torch.as_tensor(obs, device=device), deterministic)
+            action = action.cpu().numpy()
+            if action.dtype.kind == "f":
+                action = np.clip(action, pool.single_action_space.low, pool.single_action_space.high)
+            obs, _, term, trunc, info = pool.step(action)
+            for i in np.flatnonzero((term | trunc) & (quota > 0)):
+                quota[i] -= 1
+                returns.append(float(info["episode_return"][i]))
+                lengths.append(int(info["episode_length"][i]))
+    return EvalResult(returns, lengths)
+
+
+def record_video(run_dir: Path, out: Path, seed: int = 10_000, deterministic: bool = False,
+                 fps: int = 30, max_steps: int = 5_000) -> Path:
+    """Render one episode of the saved policy to ``out`` (.mp4 with imageio-ffmpeg, else .gif)."""
+    import imageio.v2 as imageio
+
+    from seedpool.envs.spec import resolve
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame renders off-screen
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    _, cfg = read_run_config(run_dir)
+    try:
+        spec = resolve(cfg["env"], render_mode="rgb_array", **eval_env_options(cfg))
+        env = spec.env_fn()
+    except Exception as err:  # noqa: BLE001 - rendering needs extras (pygame, ...) the run did not
+        raise RunDirError(f"cannot render {cfg['env']} for a video: {err}. For classic-control envs "
+                          "install pygame (pip install pygame)") from None
+    policy = load_run_policy(run_dir, (env.observation_space, env.action_space))
+    limit = min(spec.max_episode_steps or max_steps, max_steps)
+    obs, _ = env.reset(seed=seed)
+    frames = [env.render()]
+    for _ in range(limit):
+        with torch.no_grad():
+            action, _, _ = policy.act(torch.as_tensor(obs).unsqueeze(0), deterministic)
+        a = action[0].numpy()
+        a = int(a) if a.ndim == 0 else np.clip(a, env.action_space.low, env.action_space.high)
+        obs, _, term, trunc, _ = env.step(a)
+        frames.append(env.render())
+        if term or trunc:
+            break
+    env.close()
+    return _write_video(out, frames, fps)
+
+
+def _write_video(out: Path, frames: list[np.ndarray], fps: int) -> Path:
+    """mp4 through imageio-ffmpeg when it is installed, otherwise an animated gif."""
+    import imageio.v2 as imageio
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".mp4":
+        try:
+            import imageio_ffmpeg  # noqa: F401
+
+            imageio.mimsave(out, frames, fps=fps, macro_block_size=1)
+            return out
+        except ImportError:
+            out = out.with_suffix(".gif")
+    imageio.mimsave(out, frames, duration=1000 / fps, loop=0)
+    return out

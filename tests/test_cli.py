@@ -1,0 +1,123 @@
+"""The `seedpool` command line: bad input, Ctrl-C, resume, eval and plot."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from seedpool.cli import main
+
+TINY = ["--num-envs", "2", "--ppo.num-steps", "32", "--ppo.update-epochs", "1", "--backend", "serial",
+        "--no-tensorboard", "--progress", "off"]
+
+
+def _train(tmp_path: Path, *extra: str) -> int:
+    return main(["train", "ppo", "--env", "CartPole-v1", "--runs-dir", str(tmp_path / "runs"), *TINY, *extra])
+
+
+def _runs(tmp_path: Path) -> list[Path]:
+    root = tmp_path / "runs"
+    return sorted(root.iterdir()) if root.exists() else []
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    assert _train(tmp_path, "--total-timesteps", "256") == 0
+    (run,) = _runs(tmp_path)
+    return run
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--env", "CartPol-v1"], "unknown task id 'CartPol-v1'.*Did you mean 'CartPole-v1'"),
+    (["--model.kind", "cnn"], "CNN policy needs image observations.*Use --model.kind mlp"),
+    (["--device", "cuda:7"] if not torch.cuda.is_available() else ["--num-envs", "0"], "device|num_envs"),
+])
+def test_bad_training_input_fails_clearly_and_leaves_no_run_folder(tmp_path, capsys, args, message):
+    assert _train(tmp_path, *args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seedpool: error:") and re.search(message, err), err
+    assert _runs(tmp_path) == []
+
+
+def test_unknown_option_and_unknown_algorithm_exit_nonzero(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        _train(tmp_path, "--learning-rat", "3")
+    assert exc.value.code == 2
+    assert main(["train", "dqn", "--env", "CartPole-v1"]) == 2
+    assert "unknown algorithm 'dqn'; available: ppo" in capsys.readouterr().err
+    assert main(["fly"]) == 2
+    assert _runs(tmp_path) == []
+
+
+def test_resume_refuses_corrupt_foreign_and_other_algorithm_runs(run_dir, capsys):
+    ckpt = run_dir / "checkpoint.pt"
+    good = ckpt.read_bytes()
+    before = (run_dir / "metrics.csv").read_text()
+    ckpt.write_bytes(good[: len(good) // 2])
+    assert main(["train", "ppo", "--resume", str(run_dir)]) == 2
+    assert "truncated, corrupt" in capsys.readouterr().err
+    torch.save({"weights": torch.zeros(3)}, ckpt)
+    assert main(["train", "ppo", "--resume", str(run_dir)]) == 2
+    assert "not a seedpool checkpoint" in capsys.readouterr().err
+    assert (run_dir / "metrics.csv").read_text() == before  # a refused resume touches nothing
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "algo": "impala"}))
+    assert main(["train", "ppo", "--resume", str(run_dir)]) == 2
+    assert "is a 'impala' run: resume it with `seedpool train impala --resume" in capsys.readouterr().err
+    assert main(["train", "ppo", "--resume", str(run_dir.parent / "nope")]) == 2
+
+
+def test_resume_continues_in_the_same_folder_and_eval_and_plot_read_it(run_dir, tmp_path, capsys):
+    assert main(["train", "ppo", "--resume", str(run_dir), "--total-timesteps", "512"]) == 0
+    assert _runs(tmp_path) == [run_dir]
+    assert json.loads((run_dir / "config.json").read_text())["config"]["total_timesteps"] == 512
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert state["counters"]["step"] == 512 and state["counters"]["updates"] == 8
+    capsys.readouterr()
+    assert main(["eval", str(run_dir), "--episodes", "3"]) == 0
+    assert "over 3 episodes" in capsys.readouterr().out
+    out = tmp_path / "c.png"
+    assert main(["plot", str(run_dir), str(run_dir), "--out", str(out)]) == 0 and out.stat().st_size > 0
+
+
+def test_video_is_written(run_dir, capsys):
+    pytest.importorskip("pygame", reason="classic-control rendering needs pygame")
+    assert main(["eval", str(run_dir), "--episodes", "1", "--video"]) == 0
+    videos = list((run_dir / "videos").iterdir())
+    assert len(videos) == 1 and videos[0].stat().st_size > 1000
+
+
+def test_ctrl_c_saves_a_checkpoint_and_leaves_no_process(tmp_path):
+    cmd = [sys.executable, "-m", "seedpool.cli", "train", "ppo", "--env", "CartPole-v1", "--backend", "process",
+           "--num-envs", "4", "--total-timesteps", "100000000", "--runs-dir", str(tmp_path / "runs"),
+           "--progress", "log", "--log-every-s", "0", "--no-tensorboard"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        lines = []
+        while not any(line.startswith("step ") for line in lines):  # training is under way
+            line = proc.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "the process backend should have started workers"
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out
+    assert "continue with: seedpool train ppo --resume" in out
+    (run,) = _runs(tmp_path)
+    assert (run / "checkpoint.pt").is_file()
+    deadline = time.monotonic() + 5
+    while any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
+        assert time.monotonic() < deadline, f"left running: {children}"
+        time.sleep(0.1)

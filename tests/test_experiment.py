@@ -1,0 +1,127 @@
+"""Run machinery: checkpoints, config round trip, metrics, progress, plots, summary."""
+import io
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from seedpool.experiment import (
+    CheckpointError, RunConfig, config_from_dict, config_to_dict, load_checkpoint, rng_state,
+    save_checkpoint, set_rng_state,
+)
+from seedpool.experiment.metrics import MetricsWriter, read_metrics, series
+from seedpool.experiment.plot import plot_runs, smooth
+from seedpool.experiment.progress import ProgressDisplay
+from seedpool.experiment.run import RunResult, new_run_dir
+from seedpool.experiment.summary import summary_text
+
+
+def test_checkpoint_round_trip_restores_model_optimizer_and_generators(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, "ppo", {"model": model.state_dict(), "optimizer": opt.state_dict(),
+                                  "rng": rng_state(), "counters": {"step": 7}})
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # no temporary left behind
+    expected = (random.random(), np.random.rand(), torch.rand(2))
+    state = load_checkpoint(path, "ppo")
+    set_rng_state(state["rng"])
+    got = (random.random(), np.random.rand(), torch.rand(2))
+    assert got[:2] == expected[:2] and torch.equal(got[2], expected[2])
+    model2 = torch.nn.Linear(3, 2)
+    opt2 = torch.optim.Adam(model2.parameters(), lr=1e-3)
+    model2.load_state_dict(state["model"])
+    opt2.load_state_dict(state["optimizer"])
+    assert torch.equal(model2.weight, model.weight)
+    assert torch.equal(opt2.state_dict()["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"])
+    assert state["counters"] == {"step": 7}
+
+
+def test_corrupt_foreign_and_other_algorithm_checkpoints_are_refused(tmp_path):
+    corrupt = tmp_path / "corrupt.pt"
+    save_checkpoint(corrupt, "ppo", {"x": torch.zeros(1000)})
+    corrupt.write_bytes(corrupt.read_bytes()[:500])  # truncated mid-file
+    with pytest.raises(CheckpointError, match="truncated, corrupt"):
+        load_checkpoint(corrupt)
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"state_dict": {}}, foreign)
+    with pytest.raises(CheckpointError, match="not a seedpool checkpoint"):
+        load_checkpoint(foreign)
+    theirs = tmp_path / "impala.pt"
+    save_checkpoint(theirs, "impala", {})
+    with pytest.raises(CheckpointError, match="seedpool train impala --resume"):
+        load_checkpoint(theirs, "ppo")
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_nested_config_survives_json():
+    from seedpool.trainers.ppo import ppo_defaults
+
+    cfg = ppo_defaults("CartPole-v1")
+    cfg.resume = Path("runs/x")
+    cfg.model.hidden_sizes = (32, 16)
+    data = json.loads(json.dumps(config_to_dict(cfg)))
+    again = config_from_dict(type(cfg), data)
+    assert again == cfg
+    with pytest.raises(ValueError, match="no option"):
+        config_from_dict(RunConfig, {"nonsense": 1})
+
+
+def test_metrics_append_and_resume_drops_rows_after_the_checkpoint(tmp_path):
+    m = MetricsWriter(tmp_path, tensorboard=True)
+    for step in (100, 200, 300):
+        m.write(step, step / 100, {"charts/SPS": step, "losses/x": float("nan")})
+    m.close()
+    assert list(tmp_path.glob("tb/events.out.tfevents.*"))
+    m = MetricsWriter(tmp_path, tensorboard=False, resume_step=200)
+    m.write(300, 3.5, {"charts/SPS": 999})
+    m.close()
+    assert list(read_metrics(tmp_path / "metrics.csv")) == [
+        (100, 1.0, "charts/SPS", 100.0), (200, 2.0, "charts/SPS", 200.0), (300, 3.5, "charts/SPS", 999.0)]
+
+
+def test_progress_prints_log_lines_when_not_on_a_terminal():
+    out = io.StringIO()
+    p = ProgressDisplay(1000, mode="auto", log_every_s=0.0, stream=out)
+    p.update(250, sps=1234.0, recent_return=float("nan"))
+    p.update(500, sps=1000.0, recent_return=42.25)
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("step 250/1,000 (25%) | 1,234 SPS | return -")
+    assert "return 42.2" in lines[1] and "0:00 left" in lines[1]
+
+
+def _fake_run(root: Path, seed: int, scale: float) -> Path:
+    run = new_run_dir(root, "ALE/Pong-v5", "ppo", seed)
+    assert "/" not in run.name and run.name.startswith("ALE-Pong-v5__ppo__")
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"algo": "ppo", "config": {"env": "Pong-v5"}}))
+    m = MetricsWriter(run, tensorboard=False)
+    for i in range(1, 60):
+        m.write(i * 100, i * 0.5, {"charts/episodic_return": scale * i})
+    m.close()
+    return run
+
+
+def test_plot_shades_several_seeds_into_one_png(tmp_path):
+    runs = [_fake_run(tmp_path, s, scale) for s, scale in ((1, 1.0), (2, 2.0))]
+    out = plot_runs(runs, tmp_path / "curves.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    steps, _, values = series(runs[1] / "metrics.csv", "charts/episodic_return")
+    assert len(steps) == 59 and values[-1] == 118.0
+    np.testing.assert_allclose(smooth(np.array([1.0, 3.0, 5.0]), window=2), [1.0, 2.0, 4.0])
+
+
+def test_summary_names_return_speed_and_time_shares():
+    result = RunResult(Path("runs/x"), 100_000, 498.5, 12_345.0, 8.1,
+                       {"env": 0.3, "inference": 0.2, "learn": 0.45, "other": 0.05}, False)
+    text = summary_text(result, "CartPole-v1", "ppo")
+    assert "100,000 env steps" in text and "12,345 steps/s" in text and "final return 498.5" in text
+    assert "learning 45%" in text and "env stepping 30%" in text
