@@ -66,6 +66,13 @@ def wait_gone(pids: set[int], timeout: float) -> set[int]:
     return {p for p in alive if _running(p)}
 
 
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return []
+
+
 def _running(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -90,7 +97,7 @@ def no_leaks():
     children, shm = child_pids(), shm_entries()
     yield
     left = wait_gone(child_pids() - children, timeout=3.0)
-    assert not left, f"child processes left behind: {[psutil.Process(p).cmdline() for p in left if _running(p)]}"
+    assert not left, f"child processes left behind: {[_cmdline(p) for p in left]}"
     leaked = new_shm_leaks(shm)
     assert not leaked, f"new /dev/shm entries left behind: {sorted(leaked)}"
 
