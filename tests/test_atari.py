@@ -89,6 +89,10 @@ def test_unknown_game_suggests_close_names() -> None:
         make_atari("SpaceInvader-v5")
     with pytest.raises(ValueError, match="no single-player mode"):
         AtariEnv("combat")
+    with pytest.raises(ValueError, match="no single-player mode"):
+        make_atari("Combat-v5")
+    with pytest.raises(TypeError, match="task_id must be a str"):
+        make_atari(3)
     with pytest.raises(ValueError, match="unknown Atari game"):
         AtariEnv("NotAGame")
 

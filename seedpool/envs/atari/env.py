@@ -4,11 +4,14 @@ Semantics follow envpool 1.2.x's C++ AtariEnv (`envpool/atari/atari_env.h`) step
 a seeded AtariEnv gives EnvPool's observations, rewards and flags bit for bit (see
 tests/test_atari.py). Where that C++ does something odd we keep it and say so in a comment.
 
-Cost (Pong, one 4-frame step, measured with pyinstrument on the 2-vCPU dev VM): ~75% is ALE
-emulation in `act()`, ~10% `getScreenGrayscale` (ALE's palette loop, twice), ~12% cv2's
-INTER_AREA resize (the 210x160 -> 84x84 ratio is not integral, so OpenCV takes its generic
-path); the Python around them is a few microseconds. Returning a fresh stacked array costs
-about the same as shifting a preallocated stack and copying it, and is safe to keep.
+Cost of one default Pong step on the 2-vCPU dev VM (CPU time, loaded machine, so rough):
+4 x ALE `act()` ~110-150 us each (~75%), 2 x `getScreenGrayscale` ~20-30 us (ALE's palette
+loop; a cv2.LUT over `getScreen` indices measured no faster), cv2 INTER_AREA resize ~75-110 us
+(210x160 -> 84x84 is not an integral ratio, so OpenCV takes its generic path; EnvPool calls
+the same routine), max-pool ~2 us, and ~7 us of Python (measured with a stub emulator).
+Returning a fresh stacked array, shifting a preallocated stack and copying it, or returning
+the stack itself all measured within noise (+-3 us), so obs is a fresh array, safe to keep.
+OpenCV does not parallelise a resize this small, so its thread count does not matter.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class AtariEnv(gymnasium.Env):
         self.action_space = gymnasium.spaces.Discrete(self._num_actions)
         self._interp = cv2.INTER_AREA if opts.use_inter_area_resize else cv2.INTER_LINEAR
 
-        raw_shape = (210, 160) if opts.gray_scale else (210, 160, 3)
+        raw_shape = info.screen if opts.gray_scale else (*info.screen, 3)
         self._pool = [np.zeros(raw_shape, np.uint8), np.zeros(raw_shape, np.uint8)]
         # slots[k]: where the frame k frames before the last goes; _push reads pool[0].
         # envpool 1.2.5 returns the plain frame when frame_skip == 1 (measured), so no pooling.

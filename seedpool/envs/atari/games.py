@@ -41,9 +41,14 @@ def resolve_game(game: str) -> str:
         return game
     if game in _by_name():
         return _by_name()[game]
-    if game in _MULTIPLAYER_ONLY:
+    if is_multiplayer_only(game):
         raise ValueError(f"Atari game {game!r} has no single-player mode in ALE")
     raise ValueError(f"unknown Atari game {game!r}{suggest(game, list(_by_name()) + list(rom_ids()))}")
+
+
+def is_multiplayer_only(game: str) -> bool:
+    """Whether `game` (ROM id or EnvPool name) is a ROM that ALE only runs with several players."""
+    return game in _MULTIPLAYER_ONLY or game in {camel_name(r) for r in _MULTIPLAYER_ONLY}
 
 
 def suggest(word: str, choices: list[str]) -> str:
@@ -64,6 +69,7 @@ class GameInfo:
     legal_actions: tuple[int, ...]
     modes: tuple[int, ...]
     difficulties: tuple[int, ...]
+    screen: tuple[int, int]  # (height, width), 210x160 for every ROM ALE ships
 
 
 @functools.cache
@@ -78,4 +84,5 @@ def game_info(rom_id: str) -> GameInfo:
         legal_actions=tuple(a.value for a in ale.getLegalActionSet()),
         modes=tuple(int(m) for m in ale.getAvailableModes()),
         difficulties=tuple(int(d) for d in ale.getAvailableDifficulties()),
+        screen=(int(ale.getScreenDims()[0]), int(ale.getScreenDims()[1])),
     )
