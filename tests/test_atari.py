@@ -302,3 +302,27 @@ def test_other_options_match_envpool() -> None:
     _compare_with_envpool("Breakout-v5", seed=3, steps=60, repeat_action_probability=0.25,
                           frame_skip=3, noop_max=5, full_action_space=True)
     _compare_with_envpool("Pong-v5", seed=4, steps=30, frame_skip=1, use_fire_reset=False)
+
+
+# ------------------------------------------------------------------ as the engine uses it
+
+
+@pytest.mark.filterwarnings("ignore:.*alternative render modes")  # needs a gymnasium spec
+def test_passes_gymnasium_env_checker() -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(make_atari("Breakout-v5", render_mode="rgb_array"), skip_render_check=False)
+
+
+def test_engine_forwards_atari_info() -> None:
+    import seedpool
+
+    with seedpool.make("Breakout-v5", num_envs=2, backend="serial", seed=0,
+                       episodic_life=True) as pool:
+        obs, info = pool.reset()
+        assert obs.shape == (2, 4, 84, 84)
+        for _ in range(30):
+            obs, rew, term, trunc, info = pool.step(np.array([1, 3]))
+        assert info["lives"].dtype == np.int32 and (info["lives"] >= 1).all()
+        for key, dtype in AtariEnv.info_spec.items():
+            assert info[key].dtype == np.dtype(dtype) and info[key].shape == (2,)
