@@ -188,3 +188,16 @@ class CostlyCartPole(gym.Wrapper):
         while time.perf_counter() < end:
             pass
         return self.env.step(action)
+
+
+class ResetFailEnv(EchoEnv):
+    """An EchoEnv whose reset raises when seeded with `bad_seed`."""
+
+    def __init__(self, bad_seed: int):
+        super().__init__()
+        self.bad_seed = bad_seed
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed == self.bad_seed:
+            raise RuntimeError(f"deliberate reset failure with seed {seed}")
+        return super().reset(seed=seed, options=options)

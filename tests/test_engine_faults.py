@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import seedpool
-from envs_for_tests import BoxActionEnv, EchoEnv, FaultyEnv
+from envs_for_tests import BoxActionEnv, EchoEnv, FaultyEnv, ResetFailEnv
 from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError, StepTimeoutError, WorkerDiedError
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
@@ -211,6 +211,37 @@ def test_env_error_in_async_mode_leaves_the_other_envs_served(backend, runner_pi
         assert min(served.values()) >= 3, served
 
 
+@pytest.mark.parametrize("backend", ["serial", "process"])
+def test_env_error_in_reset_names_the_env_and_a_later_reset_works(backend):
+    with seedpool.make(lambda: ResetFailEnv(bad_seed=1), num_envs=3, backend=backend, seed=0) as pool:
+        with pytest.raises(EnvStepError, match="deliberate reset failure") as caught:
+            pool.reset()
+        assert caught.value.env_id == 1 and "reset" in str(caught.value)
+        assert_fresh_start_after_reset(pool)
+
+
+@pytest.mark.parametrize("backend", ["serial", "process"])
+def test_a_reset_after_an_env_error_in_step_starts_clean_episodes(backend, runner_pid):
+    with seedpool.make(lambda: FaultyEnv("raise", 2, 1, runner_pid), num_envs=3, backend=backend,
+                       seed=0) as pool:
+        pool.reset()
+        pool.step(np.array([1, 1, 1]))
+        with pytest.raises(EnvStepError):
+            pool.step(np.array([1, 1, 1]))
+        assert_fresh_start_after_reset(pool)
+
+
+def assert_fresh_start_after_reset(pool: seedpool.EnvPool) -> None:
+    """After reset(), every env's first step uses its action: no leftover reset swallows it."""
+    obs, _ = pool.reset(seed=10)
+    np.testing.assert_array_equal(obs[:, 0], [10, 11, 12])
+    np.testing.assert_array_equal(obs[:, 1], [0, 0, 0])
+    obs, rew, term, trunc, info = pool.step(np.array([1, 2, 3]))
+    np.testing.assert_array_equal(rew, [1, 2, 3])
+    np.testing.assert_array_equal(trunc, [False, False, False])
+    np.testing.assert_array_equal(info["elapsed_step"], [1, 1, 1])
+
+
 # -- a worker that dies -----------------------------------------------------------------------
 
 def test_a_sigkilled_worker_is_reported_within_bounded_time():
@@ -285,9 +316,10 @@ def test_a_hanging_env_raises_step_timeout_in_bounded_time(runner_pid):
         pool.reset()
         pool.step(np.array([1, 1]))
         start = time.monotonic()
-        with pytest.raises(StepTimeoutError, match="step_timeout"):
+        with pytest.raises(StepTimeoutError, match="step_timeout") as caught:
             pool.step(np.array([1, 1]))
         assert timeout <= time.monotonic() - start < timeout + 2.0
+        assert "envs [0]" in str(caught.value), "the error should name the stuck env"
 
 
 def test_a_hung_worker_in_async_mode_is_reported_while_other_envs_still_finish(runner_pid):
