@@ -113,7 +113,7 @@ class AtariEnv(gymnasium.Env):
                 push_all = True
         if self._fire_reset:
             ale.act(_FIRE)
-        self._grab(self._pool[0])
+        self._grab_screen(self._pool[0])
         obs = self._push(push_all)
         self._lives = ale.lives()
         self._done = False
@@ -128,7 +128,7 @@ class AtariEnv(gymnasium.Env):
         if not 0 <= action < self._num_actions:
             raise ValueError(f"action must be an int in [0, {self._num_actions}), got {action!r}")
         ale, opts, slots = self._ale, self.options, self._slots
-        act, game_over, grab = ale.act, ale.game_over, self._grab
+        act, game_over, grab = ale.act, ale.game_over, self._grab_screen
         ale_action = self._actions[action]
         reward = 0
         left = opts.frame_skip
@@ -199,16 +199,11 @@ class AtariEnv(gymnasium.Env):
         if opts.difficulty >= 0:
             ale.setDifficulty(opts.difficulty)
         self._ale = ale
+        # Writes the current screen into a preallocated buffer, without allocating.
+        self._grab_screen = ale.getScreenGrayscale if opts.gray_scale else ale.getScreenRGB
         self._noop = NoopSampler(seed, opts.noop_max)
         # Forces a real reset_game() at the next reset, even with episodic_life.
         self._elapsed = opts.max_episode_steps
-
-    def _grab(self, buf: np.ndarray) -> None:
-        """Write the current screen into `buf` (grayscale or RGB) without allocating."""
-        if self._channels == 1:
-            self._ale.getScreenGrayscale(buf)
-        else:
-            self._ale.getScreenRGB(buf)
 
     def _push(self, push_all: bool) -> np.ndarray:
         """Resize pool[0], append it to the frame stack (or fill the stack with it)."""
