@@ -81,6 +81,7 @@ class AtariEnv(gymnasium.Env):
         self._stack = np.zeros(obs_shape, np.uint8)
 
         self._ale: ALEInterface | None = None
+        self._grab_screen: Any = None  # the emulator's screen getter, bound in _load
         self._seed = seed if seed is None else _check_seed(seed)
         self._noop: NoopSampler | None = None
         self._elapsed = 0
@@ -179,7 +180,7 @@ class AtariEnv(gymnasium.Env):
 
     def close(self) -> None:
         """Drop the emulator."""
-        self._ale = None
+        self._ale = self._grab_screen = None
         self._done = True
 
     def __repr__(self) -> str:
