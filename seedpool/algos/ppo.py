@@ -36,6 +36,8 @@ class PPOConfig:
     """Discount factor."""
     gae_lambda: float = 0.95
     """GAE lambda (1.0: Monte-Carlo returns bootstrapped at the rollout end)."""
+    reward_scale: float = 1.0
+    """Multiply rewards by this before computing returns (keeps value targets near unit scale)."""
     clip_coef: float | None = 0.2
     """Policy ratio clip range epsilon; None disables clipping (A2C)."""
     anneal_clip: bool = False
@@ -88,13 +90,14 @@ class PPOBatch:
         return PPOBatch(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
 
 
-def make_batch(rollout, gamma: float, gae_lambda: float) -> PPOBatch:
+def make_batch(rollout, gamma: float, gae_lambda: float, reward_scale: float = 1.0) -> PPOBatch:
     """GAE over a time-major rollout, then drop masked steps and flatten ``[T, B] -> [N]``.
 
     ``rollout`` is an :class:`seedpool.actors.sampler.Rollout` (any object with its fields).
     """
+    rewards = rollout.rewards if reward_scale == 1.0 else rollout.rewards * reward_scale
     advantages = gae(
-        rollout.rewards, rollout.values, rollout.terminated, rollout.truncated, gamma, gae_lambda
+        rewards, rollout.values, rollout.terminated, rollout.truncated, gamma, gae_lambda
     )
     returns = advantages + rollout.values[:-1]
     valid = rollout.valid

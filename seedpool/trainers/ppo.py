@@ -65,7 +65,7 @@ def _learn(policy, optimizer, rollout, cfg: PPOConfig, progress: float) -> dict[
     for group in optimizer.param_groups:
         group["lr"] = lr
     clip = None if cfg.clip_coef is None else annealed(cfg.clip_coef, progress, cfg.anneal_clip)
-    batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda)
+    batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
     stats = ppo_update(policy, optimizer, batch, cfg, clip)
     scalars = {f"losses/{k}": v for k, v in stats.items()}
     scalars["charts/learning_rate"] = lr
@@ -109,7 +109,7 @@ def ppo_defaults(env_id: str) -> PPOTrainConfig:
         return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, ppo=ppo)
     if env_id.startswith("Pendulum"):
         ppo = PPOConfig(num_steps=256, num_minibatches=16, update_epochs=10, learning_rate=1e-3,
-                        gamma=0.9, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0)
+                        gamma=0.9, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0, reward_scale=0.1)
         return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, ppo=ppo)
     # Anything else: CleanRL's classic-control settings.
     ppo = PPOConfig(num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
