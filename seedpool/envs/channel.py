@@ -19,7 +19,8 @@ from seedpool.envs.spaces import empty
 # A command is (op << OP_SHIFT) | env_id.
 OP_SHIFT = 24
 ENV_MASK = (1 << OP_SHIFT) - 1
-STEP, RESET, CLOSE = 0, 1, 2
+# RECOVER: a reset the engine makes after a fault; it reports the old episode truncated.
+STEP, RESET, CLOSE, RECOVER = 0, 1, 2, 3
 
 
 class Ring:

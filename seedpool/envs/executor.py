@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seedpool.envs.buffers import FAILED, OK, RESTARTED, Buffers
-from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, RESET, Doorbell, Ring, spin_until
+from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, RECOVER, STEP, Doorbell, Ring, spin_until
 from seedpool.envs.errors import EnvStepError, StepTimeoutError, WorkerDiedError
 from seedpool.envs.runner import EnvRunner
 from seedpool.envs.spec import TaskSpec
@@ -84,6 +84,8 @@ class Executor:
         self.leftover: list[int] = []  # completions taken but not yet returned (after an error)
         self.remote_errors: dict[int, tuple[str, str]] = {}
         self.in_flight: set[int] = set()
+        self.sent_at = np.zeros(num_envs)  # when each env was last submitted to a worker
+        self._next_check = 0.0
         self.ctx = mp.get_context("fork") if cfg.kind == "process" else None
         if cfg.num_workers:
             self._start_workers(n_remote)
@@ -160,6 +162,7 @@ class Executor:
             self.local_pending.append((op, ids))
             return
         self.in_flight.update(ids)
+        self.sent_at[ids] = time.monotonic()
         code = op << OP_SHIFT
         owner = self.owner
         per_worker: dict[int, list[int]] = {}
@@ -188,6 +191,7 @@ class Executor:
             got = self._collect(n)
         if self.workers:
             self.in_flight.difference_update(got)
+            self._maybe_health_check()
         if self.local_errors or self.workers and self.b.status[got].any():
             failed = [i for i in got if self.b.status[i] == FAILED]
         else:
@@ -237,17 +241,17 @@ class Executor:
         while ids:
             i = ids[0]
             try:
-                if op == RESET:
-                    for i in ids:
-                        status[i] = local.reset(i)
-                else:
+                if op == STEP:
                     local.step_all(ids)
+                else:
+                    for i in ids:
+                        status[i] = local.run(op, i)
                 return
             except Exception as exc:  # noqa: BLE001 - surfaced by wait()
                 i = getattr(exc, "env_id", i)
                 status[i] = FAILED
                 local.mark_for_reset(i)
-                self.local_errors[i] = ("reset" if op == RESET else "step", traceback.format_exc())
+                self.local_errors[i] = ("step" if op == STEP else "reset", traceback.format_exc())
                 ids = ids[ids.index(i) + 1 :]
 
     def _block_until(self, head: int) -> None:
@@ -256,32 +260,48 @@ class Executor:
         if self.cfg.main_spin_s and spin_until(lambda: ring.head[0] >= head, self.cfg.main_spin_s):
             return
         done.target[0] = head
-        last_progress, last_head = time.monotonic(), ring.head[0]
         try:
             while True:
                 with done.lock:  # a fence: our target store is visible before we read head
                     h = ring.head[0]
                 if h >= head:
                     return
-                if h != last_head:
-                    last_progress, last_head = time.monotonic(), h
-                if done.bell.wait(_POLL_S):
-                    continue
-                self._check_workers()
-                timeout = self.cfg.step_timeout
-                if timeout is not None and time.monotonic() - last_progress > timeout:
-                    if not self.cfg.restart_workers:
-                        raise StepTimeoutError(
-                            f"no env finished within step_timeout={timeout:g} s; in flight: "
-                            f"{self._in_flight_summary()}. Close the pool, or create it with "
-                            "on_worker_death='restart' to replace hung workers"
-                        )
-                    self._kill_hung_workers()
-                    last_progress = time.monotonic()
+                if not done.bell.wait(_POLL_S):
+                    self._health_check()
         finally:
             done.target[0] = 1 << 62
 
     # -- faults ---------------------------------------------------------------------------
+    def _maybe_health_check(self) -> None:
+        """Every _POLL_S, even when completions keep coming: a dead or hung worker must not
+        go unnoticed just because the other workers can fill every batch."""
+        now = time.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + _POLL_S
+            self._health_check()
+
+    def _health_check(self) -> None:
+        self._check_workers()
+        timeout = self.cfg.step_timeout
+        if timeout is None:
+            return
+        now = time.monotonic()
+        late = {k: ids for k, ids in self._stuck().items() if now - self.sent_at[ids].min() > timeout}
+        if not late:
+            return
+        if not self.cfg.restart_workers:
+            summary = "; ".join(f"worker {k} envs {ids}" for k, ids in late.items())
+            raise StepTimeoutError(
+                f"envs in flight for more than step_timeout={timeout:g} s: {summary}. Close the pool, "
+                "or create it with on_worker_death='restart' to replace hung workers"
+            )
+        for k in late:
+            handle = self.workers[k].handle
+            if hasattr(handle, "kill"):
+                handle.kill()
+                handle.join(1.0)
+        self._check_workers()
+
     def _check_workers(self) -> None:
         for w in self.workers:
             if w.alive():
@@ -304,7 +324,8 @@ class Executor:
         self._wait_ready([dead.index])
         self.restart_count += 1
         if lost:
-            new.link.commands.push([(RESET << OP_SHIFT) | i for i in lost])
+            self.sent_at[lost] = time.monotonic()
+            new.link.commands.push([(RECOVER << OP_SHIFT) | i for i in lost])
             new.link.bell.ring()
 
     def _drain_errors(self, w: _Worker) -> None:
@@ -340,19 +361,6 @@ class Executor:
             if k >= 0:
                 stuck.setdefault(k, []).append(i)
         return stuck
-
-    def _in_flight_summary(self) -> str:
-        return "; ".join(
-            f"worker {k} (pid {getattr(self.workers[k].handle, 'pid', '-')}) envs {ids}"
-            for k, ids in self._stuck().items()
-        )
-
-    def _kill_hung_workers(self) -> None:
-        for k in self._stuck():
-            handle = self.workers[k].handle
-            if hasattr(handle, "kill"):
-                handle.kill()
-                handle.join(1.0)
 
     # -- shutdown -------------------------------------------------------------------------
     def close(self, timeout: float = 2.0) -> None:

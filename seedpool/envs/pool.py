@@ -10,7 +10,7 @@ import numpy as np
 
 from seedpool.envs import spaces, validate
 from seedpool.envs.buffers import RESTARTED, Buffers
-from seedpool.envs.channel import RESET, STEP
+from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
 from seedpool.envs.spec import TaskSpec
@@ -152,7 +152,7 @@ class EnvPool:
         self._in_flight[env_id] = False
         self._n_in_flight -= 1
         if self.is_async:  # it comes back from a later recv(), reset and reported truncated
-            self._submit(np.array([env_id]), RESET)
+            self._submit(np.array([env_id]), RECOVER)
         else:
             dropped = self._exec.drop_leftover()
             self._in_flight[dropped] = False

@@ -14,6 +14,7 @@ import numpy as np
 
 from seedpool.envs import spaces
 from seedpool.envs.buffers import OK, RESTARTED, Buffers
+from seedpool.envs.channel import RESET, STEP
 from seedpool.envs.spec import TaskSpec
 
 
@@ -58,6 +59,7 @@ class EnvRunner:
 
     def reset(self, i: int) -> int:
         """Reset env i (with the seed left in the seed buffer, if any) and write row i."""
+        self.restart_marks.discard(i)
         b = self.b
         seed = int(b.seed[i])
         if seed >= 0:
@@ -76,17 +78,26 @@ class EnvRunner:
         b.episode_length[i] = 0
         self._write_info(i, info)
         spaces.write(b.obs, i, obs)
-        if self.restart_marks and i in self.restart_marks:
-            self.restart_marks.discard(i)
-            b.truncated[i] = True
-            self.needs_reset[i] = True
-            return RESTARTED
         return OK
+
+    def recover(self, i: int) -> int:
+        """Reset env i after a fault: the row reports the interrupted episode truncated, and
+        the next step resets again so that callers see an ordinary episode boundary."""
+        self.reset(i)
+        self.b.truncated[i] = True
+        self.needs_reset[i] = True
+        return RESTARTED
+
+    def run(self, op: int, i: int) -> int:
+        """Run one command (STEP, RESET or RECOVER) on env i; returns the row's status."""
+        if op == STEP:
+            return self.step(i)
+        return self.reset(i) if op == RESET else self.recover(i)
 
     def step(self, i: int) -> int:
         """Step env i with the action in its action row and write row i; returns a status."""
         if self.needs_reset[i]:  # next_step autoreset: this step's action is ignored
-            return self.reset(i)
+            return self.recover(i) if i in self.restart_marks else self.reset(i)
         b = self.b
         env = self.envs[i]
         obs, rew, term, trunc, info = env.step(self.read_action(i))
@@ -131,7 +142,7 @@ class EnvRunner:
         try:
             for i in ids:
                 if needs_reset[i]:
-                    self.reset(i)
+                    self.b.status[i] = self.recover(i) if i in self.restart_marks else self.reset(i)
                     continue
                 obs, rew, term, trunc, info = envs[i].step(read_action(i))
                 n = elapsed[i] + 1

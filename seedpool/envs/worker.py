@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from seedpool.envs.buffers import FAILED
-from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, Doorbell, Ring, spin_until
 from seedpool.envs.runner import EnvRunner
 
-OP_NAMES = {0: "step", 1: "reset"}
+OP_NAMES = {0: "step", 1: "reset", 3: "reset"}
 PUBLISH_EVERY_S = 20e-6
 
 
@@ -48,7 +48,7 @@ class WorkerLink:
 def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: int | None) -> None:
     """Run commands until CLOSE (or until the parent process is gone)."""
     commands, status = link.commands, runner.b.status
-    step, reset = runner.step, runner.reset
+    run = runner.run
     has_work = lambda: commands.available() > 0  # noqa: E731
     while True:
         n = commands.available()
@@ -65,7 +65,7 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             if op == CLOSE:
                 return
             try:
-                status[i] = step(i) if op == STEP else reset(i)
+                status[i] = run(op, i)
             except Exception:  # noqa: BLE001 - reported to the pool, which raises it
                 status[i] = FAILED
                 runner.mark_for_reset(i)
