@@ -11,10 +11,12 @@ import collections
 import threading
 import time
 
+import gymnasium as gym
 import numpy as np
 
+from seedpool.actors.sampler import Episode
 from seedpool.envs.pool import EnvPool
-from seedpool.inference.batcher import Request
+from seedpool.inference.batcher import Reply, Request
 from seedpool.inference.server import InferenceServer
 from seedpool.inference.sources import EnvBatch, Source
 
@@ -45,7 +47,11 @@ class PoolSource:
         )
 
     def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
-        """Step those envs with those actions."""
+        """Step those envs with those actions (Box actions clipped to the bounds)."""
+        space = self.pool.single_action_space
+        if isinstance(space, gym.spaces.Box):
+            # The Gaussian policy is unbounded; the trajectory keeps the unclipped action.
+            actions = np.clip(actions, space.low, space.high)
         self.pool.send(actions, env_ids)
 
     def worker_restarts(self) -> int:
@@ -58,22 +64,26 @@ class PoolSource:
 
 
 class EpisodeLog:
-    """Finished episodes (return, length), appended by actor threads, drained by the trainer."""
+    """Finished episodes, appended by actor threads, drained by the trainer's loop."""
 
     def __init__(self) -> None:
-        self._items: collections.deque[tuple[float, int]] = collections.deque()
+        self._items: collections.deque[Episode] = collections.deque()
+        self._lock = threading.Lock()
+        self.env_steps = 0  # all actors' env steps so far; an episode is stamped with it
 
     def add(self, batch: EnvBatch) -> None:
-        """Record the episodes that ended in this batch (restarted envs' cut lives excluded)."""
+        """Count the batch's steps; record the episodes that ended (restarted envs' cut lives excluded)."""
         done = (batch.terminated | batch.truncated) & ~batch.restarted
-        for r, n in zip(batch.episode_returns[done], batch.episode_lengths[done]):
-            self._items.append((float(r), int(n)))
+        with self._lock:
+            self.env_steps += len(batch.env_ids)
+            for r, n in zip(batch.episode_returns[done], batch.episode_lengths[done]):
+                self._items.append(Episode(self.env_steps, float(r), int(n)))
 
-    def drain(self) -> list[tuple[float, int]]:
+    def drain(self) -> list[Episode]:
         """Everything recorded since the last drain."""
-        out = []
-        while self._items:
-            out.append(self._items.popleft())
+        with self._lock:
+            out = list(self._items)
+            self._items.clear()
         return out
 
 
@@ -100,8 +110,9 @@ class ActorLoop:
         return self
 
     def join(self, timeout: float | None = None) -> None:
-        """Wait for the thread to finish."""
-        self._thread.join(timeout)
+        """Wait for the thread to finish (no-op if it never started: the serial twin)."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
 
     def read_times(self) -> tuple[float, float]:
         """(seconds in the envs, seconds waiting for actions) since the last read."""
@@ -122,6 +133,24 @@ class ActorLoop:
             self.stop.set()
 
     def _step(self) -> bool:
+        batch, reply, t0, t1 = self._submit_next()
+        while True:  # wake now and then to notice a stop while inference is stalled
+            try:
+                actions = reply.wait(timeout=0.5)
+                break
+            except TimeoutError:
+                if self.stop.is_set():
+                    return False
+        self._finish(batch, actions, t0, t1)
+        return True
+
+    def step_serial(self) -> None:
+        """One recv-infer-send round with the server run in this thread (the serial twin)."""
+        batch, reply, t0, t1 = self._submit_next()
+        self.server.run_once(idle_timeout=0)
+        self._finish(batch, reply.wait(timeout=0), t0, t1)
+
+    def _submit_next(self) -> tuple[EnvBatch, Reply, float, float]:
         t0 = time.perf_counter()
         batch = self.source.recv()
         t1 = time.perf_counter()
@@ -130,13 +159,9 @@ class ActorLoop:
             slots=batch.env_ids + self.slot_offset, obs=batch.obs, rewards=batch.rewards,
             terminated=batch.terminated, truncated=batch.truncated, restarted=batch.restarted,
         ))
-        while True:  # wake now and then to notice a stop while inference is stalled
-            try:
-                actions = reply.wait(timeout=0.5)
-                break
-            except TimeoutError:
-                if self.stop.is_set():
-                    return False
+        return batch, reply, t0, t1
+
+    def _finish(self, batch: EnvBatch, actions: np.ndarray, t0: float, t1: float) -> None:
         t2 = time.perf_counter()
         self.source.send(actions, batch.env_ids)
         t3 = time.perf_counter()
@@ -144,4 +169,3 @@ class ActorLoop:
             self._env_s += (t1 - t0) + (t3 - t2)
             self._wait_s += t2 - t1
         self.env_steps += len(batch.env_ids)
-        return True

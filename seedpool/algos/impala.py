@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from seedpool.algos.vtrace import vtrace
+from seedpool.inference.server import ActOutput
 from seedpool.inference.unrolls import Unrolls
 from seedpool.models.base import ActorCritic
 
@@ -55,6 +56,14 @@ class ImpalaConfig:
     """lambda of V-trace (1.0 in the paper)."""
     clip_rewards: bool = False
     """Clip rewards to [-1, 1] in the loss (the usual choice for Atari)."""
+    norm_adv: bool = False
+    """Normalise the policy-gradient advantages over each batch (not in the paper; steadies small tasks)."""
+
+
+def policy_act(model: ActorCritic, obs: torch.Tensor, state, first: torch.Tensor) -> ActOutput:
+    """The inference server's act function for a feed-forward actor-critic: sample, keep log-prob."""
+    action, logp, _ = model.act(obs)
+    return ActOutput(actions=action, logp=logp, state=state)
 
 
 def make_optimizer(model: nn.Module, cfg: ImpalaConfig) -> torch.optim.Optimizer:
@@ -93,7 +102,12 @@ def impala_loss(model: ActorCritic, batch: dict[str, torch.Tensor],
                 values[T].detach(), discounts, clip_rho=cfg.clip_rho, clip_pg_rho=cfg.clip_pg_rho,
                 clip_c=cfg.clip_c, lambda_=cfg.vtrace_lambda, mask=mask)
     n = mask.sum().clamp(min=1.0)
-    pg_loss = -(vt.pg_advantages * target_logp * mask).sum() / n
+    adv = vt.pg_advantages
+    if cfg.norm_adv:
+        mean = (adv * mask).sum() / n
+        std = (((adv - mean) * mask).pow(2).sum() / n).sqrt()
+        adv = (adv - mean) / (std + 1e-8)
+    pg_loss = -(adv * target_logp * mask).sum() / n
     value_loss = 0.5 * ((vt.vs - values[:T]).pow(2) * mask).sum() / n
     entropy_mean = (entropy * mask).sum() / n
     loss = pg_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy_mean

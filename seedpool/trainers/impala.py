@@ -1,10 +1,14 @@
-"""The moving parts of a SEED-style IMPALA run, each small, wired by `train_impala`.
+"""`train_impala`: engine pools -> actor loops -> central inference -> unroll queue -> learner.
+
+SEED RL on one machine. Actors only step envs (the engine's async mode) and stream
+observations to one inference server, which batches them, runs the policy on the
+learner's device and cuts per-env unrolls; a learner thread trains on them with V-trace
+and publishes versioned parameters back to the server. The parts:
 
 - `SeedConfig`: how acting is laid out (pools, batching, deadline, queue).
 - `LearnerThread`: takes batches of unrolls, updates, publishes parameters.
-- `SeedSystem`: builds pools, sources, the server, actor loops and the learner thread,
-  runs them threaded (or serially, the deterministic twin), reads their metrics and
-  shuts them down in the one order that cannot hang.
+- `SeedSystem`: builds and connects the parts, runs them threaded (or serially, the
+  deterministic twin), reads their metrics, and shuts down in an order that cannot hang.
 """
 
 from __future__ import annotations
@@ -12,50 +16,46 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 import seedpool
 from seedpool.actors.seed import ActorLoop, EpisodeLog, PoolSource
-from seedpool.algos.impala import ImpalaLearner, policy_act
+from seedpool.algos.impala import ImpalaConfig, ImpalaLearner, policy_act
+from seedpool.experiment import (
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state,
+    setup_torch,
+)
+from seedpool.experiment.timing import PhaseTimer
 from seedpool.inference.server import InferenceServer
 from seedpool.inference.unroll_queue import QueueClosed, UnrollQueue
 from seedpool.inference.unrolls import Unrolls
+from seedpool.models import ModelConfig, make_policy
+from seedpool.trainers.ppo import OptionValue, _is_atari
 
 
 @dataclass
 class SeedConfig:
     """How acting is laid out: engine pools feeding one central inference server."""
 
-    num_envs: int = 32
-    """Envs in all pools together."""
     num_pools: int = 1
-    """Engine pools (each one actor thread and one source); remote actor groups later."""
+    """Engine pools, each with its own actor thread (a source); num_envs is split between them."""
     env_batch_size: int | None = None
-    """Envs per recv of each pool (async mode); default half the pool, so halves overlap."""
+    """Envs per recv of each pool (async mode); default half the pool, so the halves overlap."""
     max_batch: int | None = None
     """Largest inference batch; default the sum of all pools' recv sizes."""
     max_wait_ms: float = 2.0
-    """Deadline: close a partial inference batch once its oldest request waited this long."""
+    """Deadline: a partial inference batch closes once its oldest request waited this long."""
     queue_unrolls: int | None = None
-    """Unrolls the learner queue holds before inference blocks; default 2 learner batches."""
-    backend: str = "auto"
-    """Engine backend for the pools: auto, serial, thread or process."""
+    """Unrolls the learner queue holds before inference blocks; default two learner batches."""
     num_workers: int | None = None
     """Engine worker processes per pool (default: the engine decides)."""
     restart_workers: bool = True
     """Restart a dead env worker (its envs reset, partial unrolls dropped) instead of failing."""
     serial: bool = False
     """Run actors, inference and learner in one thread, in turn: deterministic, for debugging."""
-
-    def pool_batch(self) -> int:
-        """Envs per recv of each pool."""
-        per_pool = self.num_envs // self.num_pools
-        return self.env_batch_size or max(1, per_pool // 2)
 
 
 class LearnerThread:
@@ -114,41 +114,51 @@ class LearnerThread:
         return out
 
 
-def make_pools(env_id: str, cfg: SeedConfig, seed: int, **env_options) -> list:
+def make_pools(env_id: str, num_envs: int, backend: str, cfg: SeedConfig, seed: int,
+               env_options: dict | None = None) -> list:
     """The engine pools in async mode, with disjoint env seeds."""
-    per_pool = cfg.num_envs // cfg.num_pools
-    if per_pool * cfg.num_pools != cfg.num_envs:
-        raise ValueError(f"num_envs={cfg.num_envs} must divide evenly into num_pools={cfg.num_pools}")
-    batch = cfg.pool_batch()
+    per_pool = num_envs // cfg.num_pools
+    if per_pool * cfg.num_pools != num_envs:
+        raise ValueError(f"num_envs={num_envs} must divide evenly into num_pools={cfg.num_pools}")
+    batch = cfg.env_batch_size or max(1, per_pool // 2)
     if batch >= per_pool:
-        raise ValueError(f"env_batch_size={batch} must be below the {per_pool} envs of each pool (async mode)")
-    return [seedpool.make(env_id, num_envs=per_pool, batch_size=batch, backend=cfg.backend,
-                          num_workers=cfg.num_workers, seed=seed + k * per_pool,
-                          on_worker_death="restart" if cfg.restart_workers else "raise", **env_options)
-            for k in range(cfg.num_pools)]
+        raise ValueError(f"env_batch_size={batch} must be below the {per_pool} envs of each pool "
+                         "(SEED acting needs the engine's async mode)")
+    pools = []
+    try:
+        for k in range(cfg.num_pools):
+            pools.append(seedpool.make(
+                env_id, num_envs=per_pool, batch_size=batch, backend=backend,
+                num_workers=cfg.num_workers, seed=seed + k * per_pool,
+                on_worker_death="restart" if cfg.restart_workers else "raise", **(env_options or {})))
+    except BaseException:
+        for p in pools:
+            p.close()
+        raise
+    return pools
 
 
 class SeedSystem:
     """Pools -> actor loops -> inference server -> unroll queue -> learner thread."""
 
     def __init__(self, pools: list, learner: ImpalaLearner, cfg: SeedConfig,
-                 learner_batch: int, unroll_length: int, device: torch.device) -> None:
-        space = pools[0].single_observation_space
-        act_space = pools[0].single_action_space
-        max_batch = cfg.max_batch or sum(p.batch_size for p in pools)
-        queue_size = cfg.queue_unrolls or 2 * learner_batch
+                 learner_batch: int, unroll_length: int, env_steps: int = 0) -> None:
+        obs_space, act_space = pools[0].single_observation_space, pools[0].single_action_space
+        discrete = isinstance(act_space, gym.spaces.Discrete)
         self.cfg = cfg
         self.stop = threading.Event()
-        self.queue = UnrollQueue(max(queue_size, learner_batch))
+        self.queue = UnrollQueue(max(cfg.queue_unrolls or 2 * learner_batch, learner_batch))
         self.server = InferenceServer(
             copy.deepcopy(learner.model), policy_act, num_slots=sum(p.num_envs for p in pools),
-            obs_shape=space.shape, obs_dtype=space.dtype,
-            action_shape=() if isinstance(act_space, gym.spaces.Discrete) else act_space.shape,
-            action_dtype=np.int64 if isinstance(act_space, gym.spaces.Discrete) else np.float32,
-            unroll_length=unroll_length, max_batch=max_batch, max_wait_s=0.0 if cfg.serial else cfg.max_wait_ms / 1000,
-            on_unrolls=self._enqueue, device=device, version=learner.version,
+            obs_shape=obs_space.shape, obs_dtype=obs_space.dtype,
+            action_shape=() if discrete else act_space.shape,
+            action_dtype=np.int64 if discrete else np.float32, unroll_length=unroll_length,
+            max_batch=cfg.max_batch or sum(p.batch_size for p in pools),
+            max_wait_s=0.0 if cfg.serial else cfg.max_wait_ms / 1000,  # serially, nobody else comes
+            on_unrolls=self._enqueue, device=learner.device, version=learner.version,
         )
         self.episodes = EpisodeLog()
+        self.episodes.env_steps = env_steps
         self.sources = [PoolSource(p) for p in pools]
         offsets = np.cumsum([0] + [p.num_envs for p in pools])[:-1]
         self.actors = [ActorLoop(s, self.server, int(o), self.episodes, self.stop)
@@ -162,7 +172,7 @@ class SeedSystem:
             pass  # shutting down: the last partial work is dropped
 
     def start(self) -> None:
-        """Start every thread (in serial mode: only reset the envs)."""
+        """Start every thread (the serial twin only resets the envs)."""
         if self.cfg.serial:
             for a in self.actors:
                 a.source.start()
@@ -172,43 +182,46 @@ class SeedSystem:
         for a in self.actors:
             a.start()
 
-    def env_steps(self) -> int:
-        """Env steps taken by all actors so far."""
-        return sum(a.env_steps for a in self.actors)
-
-    def run_serial(self, until: Callable[[], bool]) -> None:
-        """The serial twin: act, infer, and learn in turn in this thread until `until()`."""
-        while not until() and not self.stop.is_set():
+    def wait(self, seconds: float) -> None:
+        """Let the system run for `seconds` (or until it stops); the serial twin works here."""
+        if not self.cfg.serial:
+            self.stop.wait(seconds)
+            return
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not self.stop.is_set():
             for a in self.actors:
                 a.step_serial()
             while self.queue.depth() >= self.learner_thread.batch_size:
                 self.learner_thread.step(timeout=0)
 
-    def read_metrics(self, window_s: float) -> dict[str, float]:
-        """Time breakdown (shares of the window per thread), batching, lag and queue depths."""
+    def read_metrics(self, window_s: float, timer: PhaseTimer) -> dict[str, float]:
+        """Window metrics: each thread's time shares, batching, lag, queues, restarts.
+
+        The acting side's seconds (env, waiting for inference) also go to `timer`.
+        """
         env_s = wait_s = 0.0
         for a in self.actors:
             e, w = a.read_times()
-            env_s, wait_s = env_s + e, wait_s + w
+            env_s, wait_s = env_s + e / len(self.actors), wait_s + w / len(self.actors)
+        timer.add("env", env_s)
+        timer.add("inference", wait_s)
         learner_wait_s, learn_s = self.learner_thread.read_times()
         inf = self.server.stats.read()
         n = max(window_s, 1e-9)
         out = {
-            "time/env": env_s / len(self.actors) / n,
-            "time/inference_wait": wait_s / len(self.actors) / n,
-            "time/inference_compute": inf.pop("inference/compute_s") / n,
-            "time/inference_idle": inf.pop("inference/idle_s") / n,
-            "time/learner_wait": learner_wait_s / n,
-            "time/learn": learn_s / n,
+            "time/share_env": env_s / n,
+            "time/share_inference_wait": wait_s / n,
+            "time/share_inference_compute": inf.pop("inference/compute_s") / n,
+            "time/share_inference_idle": inf.pop("inference/idle_s") / n,
+            "time/share_learner_wait": learner_wait_s / n,
+            "time/share_learn": learn_s / n,
             "queues/unrolls": float(self.queue.depth()),
             "queues/requests": float(self.server.batcher.depth()),
             "charts/learner_version": float(self.learner_thread.learner.version),
             "charts/worker_restarts": float(sum(s.worker_restarts() for s in self.sources)),
             "charts/dropped_steps": float(self.server.buffers.dropped_steps),
         }
-        out.update(inf)
-        out.update(self.learner_thread.metrics)
-        return out
+        return {**out, **inf, **self.learner_thread.metrics}
 
     def errors(self) -> list[tuple[str, BaseException]]:
         """What stopped the run, by component."""
@@ -226,3 +239,96 @@ class SeedSystem:
         self.learner_thread.join(30)
         for s in self.sources:
             s.close()
+
+
+# --- the trainer ---------------------------------------------------------------------------
+
+class TrainingError(RuntimeError):
+    """A component of the run failed; acting stopped and no checkpoint was written after it."""
+
+
+@dataclass
+class IMPALATrainConfig(RunConfig):
+    """`seedpool train impala`: run options, IMPALA hyperparameters, acting layout, network."""
+
+    impala: ImpalaConfig = field(default_factory=ImpalaConfig)
+    seed_rl: SeedConfig = field(default_factory=SeedConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    env_options: dict[str, OptionValue] = field(default_factory=dict)
+    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
+    stop_at_return: float | None = None
+    """Stop early once the mean return of the last 20 episodes reaches this."""
+
+
+def train_impala(cfg: IMPALATrainConfig) -> RunResult:
+    """Train IMPALA with SEED-style central inference; returns the run's headline numbers."""
+    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
+    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
+    env_seed = cfg.seed if ckpt is None else cfg.seed + 1_000_003 * (1 + int(ckpt["counters"]["step"]))
+    pools = make_pools(cfg.env, cfg.num_envs, cfg.backend, cfg.seed_rl, env_seed, cfg.env_options)
+    try:
+        policy = make_policy(pools[0].single_observation_space, pools[0].single_action_space, cfg.model)
+        learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps)
+        if ckpt is not None:
+            learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
+            set_rng_state(ckpt["rng"])
+        with Run.open(cfg, "impala", cfg, ckpt) as run:
+            system = SeedSystem(pools, learner, cfg.seed_rl, cfg.impala.batch_size,
+                                cfg.impala.unroll_length, env_steps=run.step)
+            try:
+                system.start()
+                _train_loop(run, system, cfg)
+            finally:
+                system.close()
+            _raise_errors(system, run)
+            run.save_checkpoint(_state(system.learner_thread))
+    finally:
+        for p in pools:
+            p.close()
+    return finish_run(run, cfg.env, "impala")
+
+
+def _train_loop(run: Run, system: SeedSystem, cfg: IMPALATrainConfig) -> None:
+    """Log a window of metrics every second until the budget, a stop request, or an error."""
+    last = time.monotonic()
+    while not run.done(cfg.total_timesteps) and not system.stop.is_set():
+        system.wait(1.0)
+        now = time.monotonic()
+        run.record_episodes(system.episodes.drain())
+        run.end_update(system.episodes.env_steps, system.read_metrics(now - last, run.timer))
+        last = now
+        if cfg.stop_at_return is not None and len(run.recent_returns) == run.recent_returns.maxlen \
+                and run.recent_return >= cfg.stop_at_return:
+            break
+        if run.checkpoint_due() and not system.stop.is_set():
+            run.save_checkpoint(_state(system.learner_thread))
+
+
+def _state(learner_thread: LearnerThread) -> dict:
+    """A consistent copy of the learner (taken between two updates) for a checkpoint."""
+    with learner_thread.lock:
+        state = copy.deepcopy(learner_thread.learner.state_dict())
+    return {"model": state.pop("model"), "learner": state, "rng": rng_state()}
+
+
+def _raise_errors(system: SeedSystem, run: Run) -> None:
+    """Turn a component's failure into one clear error; the last good checkpoint stays."""
+    errors = system.errors()
+    if not errors:
+        return
+    name, err = errors[0]
+    last = run.dir / CHECKPOINT_FILE
+    kept = f"the last good checkpoint is {last}" if last.exists() else "no checkpoint was written"
+    raise TrainingError(f"IMPALA stopped: the {name} failed with {type(err).__name__}: {err}. "
+                        f"Acting was stopped and nothing was saved after the failure; {kept}.") from err
+
+
+def impala_defaults(env_id: str) -> IMPALATrainConfig:
+    """Settings per task family: tuned small-batch CartPole, the IMPALA paper's Atari shape."""
+    if _is_atari(env_id):
+        impala = ImpalaConfig(unroll_length=20, batch_size=32, lr=6e-4, entropy_coef=0.01,
+                              clip_rewards=True, max_grad_norm=40.0)
+        return IMPALATrainConfig(env=env_id, num_envs=32, total_timesteps=10_000_000, impala=impala,
+                                 env_options={"episodic_life": True})
+    impala = ImpalaConfig(unroll_length=8, batch_size=16, lr=2e-3, entropy_coef=0.0, norm_adv=True)
+    return IMPALATrainConfig(env=env_id, num_envs=16, total_timesteps=250_000, impala=impala)
