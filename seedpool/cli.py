@@ -41,8 +41,8 @@ class Trainer(NamedTuple):
 TRAINERS: dict[str, Trainer] = {
     "ppo": Trainer("seedpool.trainers.ppo:PPOTrainConfig", "seedpool.trainers.ppo:ppo_defaults",
                    "seedpool.trainers.ppo:train_ppo"),
-    # "impala": Trainer("seedpool.trainers.impala:IMPALATrainConfig", "...:impala_defaults",
-    #                   "seedpool.trainers.impala:train_impala"),  (issue 4)
+    "impala": Trainer("seedpool.trainers.impala:IMPALATrainConfig", "seedpool.trainers.impala:impala_defaults",
+                      "seedpool.trainers.impala:train_impala"),
 }
 
 EXIT_BAD_INPUT = 2
