@@ -94,3 +94,109 @@ def test_checkpoint_state_round_trip():
     assert b.version == 1 and b.steps_trained == a.steps_trained
     for k, v in a.model.state_dict().items():
         assert torch.equal(v, b.model.state_dict()[k])
+
+
+# --- the whole SEED system through train_impala --------------------------------------------
+
+import dataclasses  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+
+import psutil  # noqa: E402
+
+import seedpool.algos.impala as impala_mod  # noqa: E402
+from seedpool.experiment import CHECKPOINT_FILE, load_checkpoint  # noqa: E402
+from seedpool.experiment.metrics import series  # noqa: E402
+from seedpool.trainers import impala as trainer  # noqa: E402
+
+
+def small_cfg(tmp_path, **kw):
+    cfg = trainer.impala_defaults("CartPole-v1")
+    return dataclasses.replace(cfg, runs_dir=tmp_path, progress="off", tensorboard=False, **kw)
+
+
+def seed_threads():
+    return [t for t in threading.enumerate() if t.name in ("inference", "learner") or t.name.startswith("actor@")]
+
+
+def last_value(run_dir, name):
+    _, _, values = series(run_dir / "metrics.csv", name)
+    assert len(values), f"no {name} in metrics.csv"
+    return values[-1]
+
+
+def test_train_logs_the_seed_metrics(tmp_path):
+    result = trainer.train_impala(small_cfg(tmp_path, total_timesteps=6_000))
+    assert result.step >= 6_000
+    for name in ("time/share_env", "time/share_inference_wait", "time/share_inference_compute",
+                 "time/share_learner_wait", "time/share_learn", "queues/unrolls", "queues/requests",
+                 "charts/policy_lag_mean", "charts/worker_restarts"):
+        last_value(result.run_dir, name)
+    # One pool of 16 envs, recv batches of 8, max batch 8: every inference batch is full.
+    assert last_value(result.run_dir, "inference/batch_fill") == 1.0
+    assert last_value(result.run_dir, "charts/learner_version") > 0
+    assert not seed_threads()
+    state = load_checkpoint(result.run_dir / CHECKPOINT_FILE, "impala")
+    assert state["learner"]["version"] > 0
+
+
+def test_serial_twin_is_deterministic(tmp_path):
+    params = []
+    for k in range(2):
+        cfg = small_cfg(tmp_path / str(k), total_timesteps=3_000, backend="serial")
+        cfg.seed_rl = dataclasses.replace(cfg.seed_rl, serial=True)
+        result = trainer.train_impala(cfg)
+        params.append(load_checkpoint(result.run_dir / CHECKPOINT_FILE, "impala")["model"])
+    assert params[0].keys() == params[1].keys()
+    for name in params[0]:
+        assert torch.equal(params[0][name], params[1][name]), name
+
+
+def test_a_killed_env_worker_is_restarted_and_training_goes_on(tmp_path, monkeypatch):
+    made = []
+    real_make_pools = trainer.make_pools
+
+    def make_pools_and_remember(*args, **kwargs):
+        made.extend(real_make_pools(*args, **kwargs))
+        return made
+
+    def kill_a_worker_soon():
+        while not made:
+            threading.Event().wait(0.05)
+        threading.Event().wait(1.5)
+        os.kill(made[0].worker_pids[0], signal.SIGKILL)
+
+    monkeypatch.setattr(trainer, "make_pools", make_pools_and_remember)
+    killer = threading.Thread(target=kill_a_worker_soon, daemon=True)
+    killer.start()
+    cfg = small_cfg(tmp_path, total_timesteps=25_000, backend="process")
+    cfg.seed_rl = dataclasses.replace(cfg.seed_rl, num_workers=2)
+    result = trainer.train_impala(cfg)
+    killer.join(5)
+    assert result.step >= 25_000
+    assert last_value(result.run_dir, "charts/worker_restarts") == 1
+    assert last_value(result.run_dir, "charts/dropped_steps") > 0
+    assert not psutil.Process().children(recursive=True)
+
+
+def test_a_nan_loss_stops_acting_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    real_loss = impala_mod.impala_loss
+    calls = []
+
+    def loss_that_turns_nan(model, batch, cfg):
+        calls.append(1)
+        loss, parts = real_loss(model, batch, cfg)
+        return (loss * float("nan") if len(calls) > 150 else loss), parts
+
+    monkeypatch.setattr(impala_mod, "impala_loss", loss_that_turns_nan)
+    cfg = small_cfg(tmp_path, total_timesteps=10_000_000, checkpoint_every_s=0.0, backend="process")
+    with pytest.raises(trainer.TrainingError, match="learner failed with NonFiniteLossError") as err:
+        trainer.train_impala(cfg)
+    assert "last good checkpoint" in str(err.value)
+    assert not seed_threads()
+    assert not psutil.Process().children(recursive=True)
+    (run_dir,) = tmp_path.iterdir()
+    state = load_checkpoint(run_dir / CHECKPOINT_FILE, "impala")
+    assert 0 < state["learner"]["version"] <= 150
+    assert all(torch.isfinite(v).all() for v in state["model"].values())
