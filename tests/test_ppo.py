@@ -88,7 +88,7 @@ def test_clipped_objective_has_no_gradient_beyond_the_clip_range():
     loss, stats = ppo_loss(policy, mb, cfg, clip_coef=0.2)
     loss.backward()
     assert stats["clipfrac"].item() == 1.0
-    assert all(p.grad is None or p.grad.abs().max() == 0 for p in policy.pi.parameters())
+    assert all(p.grad is None or p.grad.abs().max() == 0 for p in policy.weights.parameters())
 
 
 def test_a2c_is_the_vanilla_policy_gradient():
@@ -97,20 +97,21 @@ def test_a2c_is_the_vanilla_policy_gradient():
     logp, _, _ = policy.evaluate(mb.obs, mb.actions)
     mb = dataclasses.replace(mb, logprobs=logp.detach())
     loss, _ = ppo_loss(policy, mb, cfg, clip_coef=None)
-    grads = torch.autograd.grad(loss, list(policy.pi.parameters()))
+    grads = torch.autograd.grad(loss, list(policy.weights.parameters()))
     logp, _, _ = policy.evaluate(mb.obs, mb.actions)
-    vanilla = torch.autograd.grad(-(mb.advantages * logp).mean(), list(policy.pi.parameters()))
+    vanilla = torch.autograd.grad(-(mb.advantages * logp).mean(), list(policy.weights.parameters()))
     for a, b in zip(grads, vanilla):
         torch.testing.assert_close(a, b)
 
 
 def test_update_reduces_value_error_and_target_kl_stops_early():
     policy, mb = _policy(), _batch(256)
+    mb = dataclasses.replace(mb, returns=2.0 * mb.obs[:, 0])  # a target the value net can fit
     opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
     before = (policy.value(mb.obs) - mb.returns).pow(2).mean().item()
     ppo_update(policy, opt, mb, PPOConfig(update_epochs=10, num_minibatches=4))
     after = (policy.value(mb.obs) - mb.returns).pow(2).mean().item()
-    assert after < 0.8 * before
+    assert after < 0.5 * before
     stats = ppo_update(policy, opt, _batch(256, seed=1),
                        PPOConfig(update_epochs=10, num_minibatches=4, target_kl=1e-9, learning_rate=1e-2))
     assert stats["epochs"] == 1

@@ -71,6 +71,17 @@ class Rollout:
         )
 
 
+class _HostViews:
+    """numpy views of CPU rollout buffers: writing numpy rows costs far less than torch indexing."""
+
+    def __init__(self, buf: Rollout) -> None:
+        self.obs = buf.obs.numpy()
+        self.valid = buf.valid.numpy()
+        self.rewards = buf.rewards.numpy()
+        self.terminated = buf.terminated.numpy()
+        self.truncated = buf.truncated.numpy()
+
+
 def _to_env(action: torch.Tensor, space: gym.Space) -> np.ndarray:
     """Policy actions as the env takes them: ints, or floats clipped to the Box bounds."""
     a = action.cpu().numpy()
@@ -105,6 +116,7 @@ class SyncSampler:
         self.timer = timer or PhaseTimer()
         self.buf = Rollout.allocate(num_steps, self.B, pool.single_observation_space,
                                     pool.single_action_space, device)
+        self._host = _HostViews(self.buf) if torch.device(device).type == "cpu" else None
         self.env_steps = 0
         self._action_dtype = np.int64 if isinstance(pool.single_action_space, gym.spaces.Discrete) else np.float32
         self.next_obs: np.ndarray | None = None
@@ -151,41 +163,50 @@ class SyncSampler:
         """Fill the buffers with T steps of every env; returns them and the finished episodes."""
         if self.next_obs is None:
             self.start()
-        buf, pool, policy, timer = self.buf, self.pool, self.policy, self.timer
+        buf, pool, policy, device = self.buf, self.pool, self.policy, self.device
+        host = self._host  # numpy views of the buffers when they live in CPU memory
         space = pool.single_action_space
         obs, valid = self.next_obs, self.next_valid
         episodes: list[Episode] = []
         infer_s = env_s = 0.0
         for t in range(self.T):
             t0 = time.perf_counter()
-            obs_t = torch.as_tensor(obs, device=self.device)
-            buf.obs[t] = obs_t
-            buf.valid[t] = torch.from_numpy(valid)
-            with torch.no_grad():
+            obs_t = torch.as_tensor(obs, device=device)
+            with torch.inference_mode():
                 action, logprob, value = policy.act(obs_t)
             buf.actions[t] = action
             buf.logprobs[t] = logprob
             buf.values[t] = value
             env_action = _to_env(action, space)
             t1 = time.perf_counter()
-            obs, rew, term, trunc, info = pool.step(env_action)
+            next_obs, rew, term, trunc, info = pool.step(env_action)
             t2 = time.perf_counter()
+            if host is not None:
+                host.obs[t] = obs
+                host.valid[t] = valid
+                host.rewards[t] = rew
+                host.terminated[t] = term
+                host.truncated[t] = trunc
+            else:
+                buf.obs[t] = obs_t
+                buf.valid[t] = torch.from_numpy(valid)
+                buf.rewards[t] = torch.from_numpy(rew)
+                buf.terminated[t] = torch.from_numpy(term)
+                buf.truncated[t] = torch.from_numpy(trunc)
             self._log_action(env_action)
             self.env_steps += self.B
-            buf.rewards[t] = torch.from_numpy(rew)
-            buf.terminated[t] = torch.from_numpy(term)
-            buf.truncated[t] = torch.from_numpy(trunc)
             done = term | trunc
             valid = ~done
             if done.any():
                 episodes += _episodes(self.env_steps, term, trunc, info)
+            obs = next_obs
             infer_s += t1 - t0
             env_s += t2 - t1
         t0 = time.perf_counter()
-        with torch.no_grad():
-            buf.values[self.T] = policy.value(torch.as_tensor(obs, device=self.device))
-        timer.add("inference", infer_s + time.perf_counter() - t0)
-        timer.add("env", env_s)
+        with torch.inference_mode():
+            buf.values[self.T] = policy.value(torch.as_tensor(obs, device=device))
+        self.timer.add("inference", infer_s + time.perf_counter() - t0)
+        self.timer.add("env", env_s)
         self.next_obs, self.next_valid = obs, valid
         return buf, episodes
 

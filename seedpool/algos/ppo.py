@@ -10,10 +10,11 @@ import dataclasses
 from dataclasses import dataclass
 
 import torch
-from torch import nn
+import torch.nn.functional as F
 
 from seedpool.algos.returns import gae
 from seedpool.models.base import ActorCritic
+from seedpool.models.flat import clip_grad_norm, zero_grads
 
 
 @dataclass
@@ -112,34 +113,41 @@ def make_batch(rollout, gamma: float, gae_lambda: float, reward_scale: float = 1
 
 
 def ppo_loss(
-    policy: ActorCritic, mb: PPOBatch, cfg: PPOConfig, clip_coef: float | None
+    policy: ActorCritic, mb: PPOBatch, cfg: PPOConfig, clip_coef: float | None,
+    normalized: bool = False, with_stats: bool = True,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The PPO objective on one minibatch: (loss to minimise, detached statistics)."""
+    """The PPO objective on one minibatch: (loss to minimise, detached statistics).
+
+    ``normalized``: the advantages are already normalised (done once for a whole batch).
+    """
     logprob, entropy, value = policy.evaluate(mb.obs, mb.actions)
     logratio = logprob - mb.logprobs
     ratio = logratio.exp()
     adv = mb.advantages
-    if cfg.norm_adv and adv.numel() > 1:
+    if cfg.norm_adv and not normalized and adv.numel() > 1:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    pg_loss = -adv * ratio
+    pg_loss = adv * ratio
     if clip_coef is not None:
-        pg_loss = torch.max(pg_loss, -adv * ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef))
-    pg_loss = pg_loss.mean()
-    v_loss = (value - mb.returns).pow(2)
+        pg_loss = torch.min(pg_loss, adv * ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef))
+    pg_loss = -pg_loss.mean()
     if cfg.clip_vloss and clip_coef is not None:
         v_clipped = mb.values + (value - mb.values).clamp(-clip_coef, clip_coef)
-        v_loss = torch.max(v_loss, (v_clipped - mb.returns).pow(2))
-    v_loss = v_loss.mean()
-    entropy = entropy.mean()
-    loss = pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
-    with torch.no_grad():
-        stats = {
-            "policy_loss": pg_loss.detach(),
-            "value_loss": v_loss.detach(),
-            "entropy": entropy.detach(),
-            "approx_kl": ((ratio - 1.0) - logratio).mean(),
-            "clipfrac": ((ratio - 1.0).abs() > (clip_coef or float("inf"))).float().mean(),
-        }
+        v_loss = torch.max((value - mb.returns).pow(2), (v_clipped - mb.returns).pow(2)).mean()
+    else:
+        v_loss = F.mse_loss(value, mb.returns)
+    loss = pg_loss + cfg.vf_coef * v_loss
+    if cfg.ent_coef:
+        loss = loss - cfg.ent_coef * entropy.mean()
+    stats: dict[str, torch.Tensor] = {}
+    if with_stats:
+        with torch.no_grad():
+            stats = {
+                "policy_loss": pg_loss.detach(),
+                "value_loss": v_loss.detach(),
+                "entropy": entropy.detach().mean(),
+                "approx_kl": ((ratio - 1.0) - logratio).mean(),
+                "clipfrac": ((ratio - 1.0).abs() > (clip_coef or float("inf"))).float().mean(),
+            }
     return loss, stats
 
 
@@ -150,30 +158,41 @@ def ppo_update(
     cfg: PPOConfig,
     clip_coef: float | None = None,
 ) -> dict[str, float]:
-    """Run ``update_epochs`` x ``num_minibatches`` gradient steps; returns mean statistics.
+    """Run ``update_epochs`` x ``num_minibatches`` gradient steps; returns statistics.
 
     ``clip_coef`` overrides ``cfg.clip_coef`` (for annealing); pass None to use the config's.
+    Statistics are averaged over the last epoch's minibatches (computing them every step
+    would cost as much as a small network's forward pass).
     """
     clip = cfg.clip_coef if clip_coef is None or cfg.clip_coef is None else clip_coef
     n = len(batch)
-    history: list[dict[str, torch.Tensor]] = []
+    whole = cfg.num_minibatches == 1
+    if whole and cfg.norm_adv and n > 1:
+        # One minibatch is the whole batch: normalise once, and skip shuffling (order is irrelevant).
+        adv = batch.advantages
+        batch = dataclasses.replace(batch, advantages=(adv - adv.mean()) / (adv.std() + 1e-8))
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    for _ in range(cfg.update_epochs):
-        # One minibatch is the whole batch: order does not matter, skip the shuffle and copy.
-        chunks = [slice(None)] if cfg.num_minibatches == 1 else torch.randperm(n).chunk(cfg.num_minibatches)
-        for idx in chunks:
-            mb = batch if isinstance(idx, slice) else batch.take(idx.to(batch.obs.device))
-            loss, stats = ppo_loss(policy, mb, cfg, clip)
-            optimizer.zero_grad(set_to_none=True)
+    epochs_done, history = 0, []
+    for epoch in range(cfg.update_epochs):
+        chunks = [slice(None)] if whole else torch.randperm(n).chunk(cfg.num_minibatches)
+        last_epoch = epoch == cfg.update_epochs - 1
+        history = []
+        for k, idx in enumerate(chunks):
+            mb = batch if whole else batch.take(idx.to(batch.obs.device))
+            want_stats = last_epoch or (cfg.target_kl is not None and k == len(chunks) - 1)
+            loss, stats = ppo_loss(policy, mb, cfg, clip, normalized=whole, with_stats=want_stats)
+            zero_grads(params)
             loss.backward()
-            nn.utils.clip_grad_norm_(params, cfg.max_grad_norm, foreach=True)
+            clip_grad_norm(params, cfg.max_grad_norm)
             optimizer.step()
-            history.append(stats)
+            if stats:
+                history.append(stats)
+        epochs_done += 1
         if cfg.target_kl is not None and float(history[-1]["approx_kl"]) > cfg.target_kl:
             break
     means = {k: float(torch.stack([h[k] for h in history]).mean()) for k in history[0]}
     means["explained_variance"] = explained_variance(batch.values, batch.returns)
-    means["epochs"] = len(history) / len(chunks)
+    means["epochs"] = float(epochs_done)
     return means
 
 

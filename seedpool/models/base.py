@@ -46,4 +46,5 @@ class ActorCritic(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Re-score stored actions; returns ``(logprob, entropy, value)``."""
         params, value = self.forward(obs)
-        return self.head.log_prob(params, action), self.head.entropy(params), value
+        logprob, entropy = self.head.log_prob_entropy(params, action)
+        return logprob, entropy, value

@@ -21,6 +21,7 @@ class ActionHead(Protocol):
     def sample(self, params: Params, deterministic: bool = False) -> torch.Tensor: ...
     def log_prob(self, params: Params, action: torch.Tensor) -> torch.Tensor: ...
     def entropy(self, params: Params) -> torch.Tensor: ...
+    def log_prob_entropy(self, params: Params, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
 class CategoricalHead:
@@ -43,6 +44,11 @@ class CategoricalHead:
         logp = F.log_softmax(params, dim=-1)
         return -(logp.exp() * logp).sum(-1)
 
+    def log_prob_entropy(self, params: Params, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(log_prob, entropy)`` sharing one log-softmax."""
+        logp = F.log_softmax(params, dim=-1)
+        return logp.gather(-1, action.long().unsqueeze(-1)).squeeze(-1), -(logp.exp() * logp).sum(-1)
+
 
 class GaussianHead:
     """Continuous actions from a diagonal Gaussian; actions are float ``[B, A]``, unbounded."""
@@ -64,3 +70,7 @@ class GaussianHead:
         """Entropy ``[B]`` in nats, summed over action dimensions."""
         _, log_std = params
         return (log_std + 0.5 * (1.0 + math.log(2 * math.pi))).sum(-1)
+
+    def log_prob_entropy(self, params: Params, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(log_prob, entropy)``."""
+        return self.log_prob(params, action), self.entropy(params)

@@ -14,6 +14,7 @@ from seedpool.experiment import (
     setup_torch,
 )
 from seedpool.models import ModelConfig, make_policy
+from seedpool.models.flat import flatten_parameters
 
 OptionValue = Union[bool, int, float, str]
 
@@ -38,7 +39,8 @@ def train_ppo(cfg: PPOTrainConfig) -> RunResult:
                          **cfg.env_options)
     try:
         policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
-        optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.ppo.learning_rate, eps=cfg.ppo.adam_eps)
+        optimizer = torch.optim.Adam([flatten_parameters(policy)], lr=cfg.ppo.learning_rate,
+                                     eps=cfg.ppo.adam_eps, fused=True)
         with Run.open(cfg, "ppo", cfg, ckpt) as run:
             sampler = make_sampler(cfg.sampler, pool, policy, cfg.ppo.num_steps, device, run.timer,
                                    cfg.replay_limit)
