@@ -88,7 +88,7 @@ def test_clipped_objective_has_no_gradient_beyond_the_clip_range():
     loss, stats = ppo_loss(policy, mb, cfg, clip_coef=0.2)
     loss.backward()
     assert stats["clipfrac"].item() == 1.0
-    assert all(p.grad is None or p.grad.abs().max() == 0 for p in policy.weights.parameters())
+    assert all(p.grad is None or p.grad.abs().max() == 0 for p in policy.pi.parameters())
 
 
 def test_a2c_is_the_vanilla_policy_gradient():
@@ -97,9 +97,9 @@ def test_a2c_is_the_vanilla_policy_gradient():
     logp, _, _ = policy.evaluate(mb.obs, mb.actions)
     mb = dataclasses.replace(mb, logprobs=logp.detach())
     loss, _ = ppo_loss(policy, mb, cfg, clip_coef=None)
-    grads = torch.autograd.grad(loss, list(policy.weights.parameters()))
+    grads = torch.autograd.grad(loss, list(policy.pi.parameters()))
     logp, _, _ = policy.evaluate(mb.obs, mb.actions)
-    vanilla = torch.autograd.grad(-(mb.advantages * logp).mean(), list(policy.weights.parameters()))
+    vanilla = torch.autograd.grad(-(mb.advantages * logp).mean(), list(policy.pi.parameters()))
     for a, b in zip(grads, vanilla):
         torch.testing.assert_close(a, b)
 
