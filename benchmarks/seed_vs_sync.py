@@ -44,8 +44,7 @@ def trainer_cmd(case: str, a: argparse.Namespace, runs_dir: str) -> list[str]:
     """The `seedpool train` command line of a case."""
     common = ["--env", a.env, "--num-envs", str(a.num_envs), "--total-timesteps", "1000000000",
               "--runs-dir", runs_dir, "--progress", "off", "--no-tensorboard",
-              "--checkpoint-every-s", "1e9", "--device", a.device,
-              "--env-options", "episodic_life", "True", "reward_clip", "True"]
+              "--checkpoint-every-s", "1e9", "--device", a.device]  # each trainer's Atari defaults
     if case == "seed":
         return [PY, "-m", "seedpool.cli", "train", "impala", *common,
                 "--seed-rl.max-wait-ms", str(a.max_wait_ms)]
@@ -111,7 +110,7 @@ def baseline_main(a: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     cfg = impala_defaults(a.env)
     r = run_baseline(a.env, a.num_envs, a.baseline_actors, cfg.impala, cfg.model, a.warmup_s, a.window_s,
-                     env_options={"episodic_life": True, "reward_clip": True})
+                     env_options=cfg.env_options)
     print(json.dumps({"case": "baseline", "steps_per_s": r.env_steps_per_s, "seconds": r.seconds}))
 
 
