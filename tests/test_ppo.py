@@ -168,3 +168,36 @@ def test_resumed_run_ends_with_the_same_parameters_as_an_uninterrupted_one(tmp_p
 
     steps, _, _ = series(resumed.run_dir / "metrics.csv", "charts/SPS")
     assert steps == [256 * i for i in range(1, 8)]
+
+
+def test_episode_tracker_reports_whole_atari_games_across_lives():
+    from seedpool.actors.episodes import EpisodeTracker
+
+    tracker = EpisodeTracker(2)
+    no, yes = np.array([False, False]), np.array([True, False])
+
+    def info(raw, elapsed, game_over):
+        return {"reward": np.array([raw, 0.0]), "elapsed_step": np.array([elapsed, 1]),
+                "terminated": np.array([game_over, 0]), "episode_return": np.zeros(2),
+                "episode_length": np.zeros(2, np.int32)}
+
+    assert tracker.update(1, no, no, info(3.0, 1, 0)) == []
+    assert tracker.update(2, yes, no, info(2.0, 2, 0)) == []  # a life lost: the game goes on
+    assert tracker.update(3, no, no, info(0.0, 0, 0)) == []  # the reset step counts for nothing
+    (game,) = tracker.update(4, yes, no, info(-1.0, 1, 1))
+    assert game == (4, 4.0, 3)
+
+
+def test_pong_smoke_trains_the_cnn_policy_on_the_engine(tmp_path):
+    pytest.importorskip("ale_py", reason="Atari needs ale-py")
+    from seedpool.trainers.ppo import ppo_defaults, train_ppo
+
+    cfg = ppo_defaults("Pong-v5")
+    assert cfg.env_options == {"episodic_life": True, "reward_clip": True}
+    assert (cfg.num_envs, cfg.ppo.num_steps, cfg.ppo.num_minibatches, cfg.ppo.update_epochs) == (8, 128, 4, 4)
+    cfg = dataclasses.replace(cfg, total_timesteps=256, num_envs=4, runs_dir=tmp_path, progress="off",
+                              tensorboard=False, ppo=dataclasses.replace(cfg.ppo, num_steps=32, update_epochs=1))
+    result = train_ppo(cfg)
+    assert result.step == 256
+    state = torch.load(result.run_dir / "checkpoint.pt", weights_only=True)
+    assert any(k.startswith("trunk.0") for k in state["model"])  # the Nature CNN

@@ -15,22 +15,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import NamedTuple
-
 import gymnasium as gym
 import numpy as np
 import torch
 
+from seedpool.actors.episodes import Episode, EpisodeTracker
 from seedpool.experiment.timing import PhaseTimer
 from seedpool.models.base import ActorCritic
-
-
-class Episode(NamedTuple):
-    """A finished episode: the env step counter when it ended, its return and length."""
-
-    step: int
-    ret: float
-    length: int
 
 
 @dataclass
@@ -98,14 +89,6 @@ def _compact(actions: np.ndarray, space: gym.Space) -> np.ndarray:
     return actions
 
 
-def _episodes(step: int, term: np.ndarray, trunc: np.ndarray, info: dict) -> list[Episode]:
-    """Episodes that ended on this step, read from the engine's info."""
-    ended = np.flatnonzero(term | trunc)
-    return [
-        Episode(step, float(info["episode_return"][i]), int(info["episode_length"][i])) for i in ended
-    ]
-
-
 class SyncSampler:
     """Lockstep sampler: every env steps once per policy call (engine sync mode)."""
 
@@ -114,6 +97,7 @@ class SyncSampler:
         self.pool, self.policy, self.T, self.device = pool, policy, num_steps, device
         self.B = pool.num_envs
         self.timer = timer or PhaseTimer()
+        self.episodes = EpisodeTracker(self.B)
         self.buf = Rollout.allocate(num_steps, self.B, pool.single_observation_space,
                                     pool.single_action_space, device)
         self._host = _HostViews(self.buf) if torch.device(device).type == "cpu" else None
@@ -138,6 +122,7 @@ class SyncSampler:
         term = trunc = np.zeros(self.B, dtype=bool)
         for a in actions.astype(self._action_dtype, copy=False):
             self.next_obs, _, term, trunc, info = self.pool.step(a)
+            self.episodes.update(0, term, trunc, info)  # rebuilds partial-game counters only
         self.next_valid = ~(term | trunc)
         self.env_steps = env_steps
         if self.action_log is not None:
@@ -195,10 +180,8 @@ class SyncSampler:
                 buf.truncated[t] = torch.from_numpy(trunc)
             self._log_action(env_action)
             self.env_steps += self.B
-            done = term | trunc
-            valid = ~done
-            if done.any():
-                episodes += _episodes(self.env_steps, term, trunc, info)
+            valid = ~(term | trunc)
+            episodes += self.episodes.update(self.env_steps, term, trunc, info)
             obs = next_obs
             infer_s += t1 - t0
             env_s += t2 - t1

@@ -1,0 +1,62 @@
+"""Finished episodes from the engine's per-step info, for logging returns.
+
+The engine reports, on the step where an episode ends, its return and length. Atari with
+``episodic_life=True`` ends an *episode* at every life lost and may clip rewards, but users
+judge a run by whole-game scores: for such tasks (info has Atari's ``terminated`` and the
+unclipped ``reward``) the tracker adds up raw rewards across lives and reports a game when
+it is really over (or truncated), as EnvPool-based trainers do.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Episode(NamedTuple):
+    """A finished episode: the env step counter when it ended, its return and length."""
+
+    step: int
+    ret: float
+    length: int
+
+
+class EpisodeTracker:
+    """Feed it every batch of step results; it returns the episodes that finished."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.game_return = np.zeros(num_envs, np.float64)
+        self.game_length = np.zeros(num_envs, np.int64)
+
+    def update(self, step: int, term: np.ndarray, trunc: np.ndarray, info: dict,
+               env_ids: np.ndarray | slice = slice(None)) -> list[Episode]:
+        """Episodes ended by this batch (rows ``env_ids`` of the pool); ``step`` stamps them."""
+        if "terminated" in info and "reward" in info:
+            return self._games(step, term, trunc, info, env_ids)
+        done = term | trunc
+        if not done.any():
+            return []
+        return [Episode(step, float(info["episode_return"][i]), int(info["episode_length"][i]))
+                for i in np.flatnonzero(done)]
+
+    def _games(self, step: int, term, trunc, info, env_ids) -> list[Episode]:
+        real = info["elapsed_step"] > 0  # the reset step after a life loss is not a game step
+        self.game_return[env_ids] += np.where(real, info["reward"], 0.0)
+        self.game_length[env_ids] += real
+        over = trunc | (term & (info["terminated"] != 0))
+        if not over.any():
+            return []
+        ids = np.arange(len(self.game_return))[env_ids][over]
+        episodes = [Episode(step, float(self.game_return[i]), int(self.game_length[i])) for i in ids]
+        self.game_return[ids] = 0.0
+        self.game_length[ids] = 0
+        return episodes
+
+    def state_dict(self) -> dict:
+        """Partial game returns and lengths (for checkpoints)."""
+        return {"game_return": self.game_return.tolist(), "game_length": self.game_length.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue counting partial games."""
+        self.game_return[:] = state["game_return"]
+        self.game_length[:] = state["game_length"]
