@@ -135,15 +135,16 @@ class InferenceServer:
         if not requests:
             return 0
         try:
-            self._serve_batch(requests)
+            blocked_s = self._serve_batch(requests)
         except BaseException as e:
             for r in requests:
                 r.reply.fail(RuntimeError(f"inference failed: {e!r}"))
             raise
-        self.stats.add_batch(sum(len(r) for r in requests), time.perf_counter() - t1)
+        self.stats.add_batch(sum(len(r) for r in requests), time.perf_counter() - t1 - blocked_s)
         return sum(len(r) for r in requests)
 
-    def _serve_batch(self, requests: list[Request]) -> None:
+    def _serve_batch(self, requests: list[Request]) -> float:
+        """Serve one batch; returns the seconds spent blocked handing unrolls on."""
         self._swap_parameters()
         cat = np.concatenate
         slots = cat([r.slots for r in requests])
@@ -153,8 +154,12 @@ class InferenceServer:
             cat([r.terminated for r in requests]), cat([r.truncated for r in requests]),
             cat([r.restarted for r in requests]),
         )
+        blocked_s = 0.0
         if completed is not None:
+            t0 = time.perf_counter()
             self.on_unrolls(completed)
+            blocked_s = time.perf_counter() - t0
+            self.stats.add_blocked(blocked_s)
         obs = torch.from_numpy(obs_np).to(self.device)
         slots_t = torch.from_numpy(slots).to(self.device)
         first_t = torch.from_numpy(first).to(self.device)
@@ -167,6 +172,7 @@ class InferenceServer:
         for r in requests:
             r.reply.set(actions[start:start + len(r)])
             start += len(r)
+        return blocked_s
 
     def _swap_parameters(self) -> None:
         with self._pending_lock:

@@ -21,6 +21,7 @@ class InferenceStats:
         self.hist = np.zeros(self.max_batch + 1, dtype=np.int64)
         self.compute_s = 0.0
         self.idle_s = 0.0
+        self.blocked_s = 0.0
         self.swaps = 0
 
     def add_batch(self, rows: int, compute_s: float) -> None:
@@ -36,6 +37,11 @@ class InferenceStats:
         with self._lock:
             self.idle_s += seconds
 
+    def add_blocked(self, seconds: float) -> None:
+        """Time the server waited to hand unrolls to a full learner queue (back-pressure)."""
+        with self._lock:
+            self.blocked_s += seconds
+
     def add_swap(self) -> None:
         """Count one parameter swap."""
         with self._lock:
@@ -47,12 +53,14 @@ class InferenceStats:
             return self.hist.copy()
 
     def read(self, reset: bool = True) -> dict[str, float]:
-        """Window metrics: batch size mean/p50/p90/fill, seconds computing and idle."""
+        """Window metrics: batch size mean/p10/p50/p90/fill; seconds computing, idle and blocked."""
         with self._lock:
             hist, compute_s, idle_s, swaps = self.hist.copy(), self.compute_s, self.idle_s, self.swaps
+            blocked_s = self.blocked_s
             if reset:
                 self._reset()
         out = {"inference/compute_s": compute_s, "inference/idle_s": idle_s,
+               "inference/blocked_s": blocked_s,
                "inference/param_swaps": float(swaps), "inference/batches": float(hist.sum())}
         if hist.sum() > 0:
             sizes = np.arange(len(hist))

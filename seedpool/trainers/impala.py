@@ -213,6 +213,7 @@ class SeedSystem:
             "time/share_inference_wait": wait_s / n,
             "time/share_inference_compute": inf.pop("inference/compute_s") / n,
             "time/share_inference_idle": inf.pop("inference/idle_s") / n,
+            "time/share_inference_blocked": inf.pop("inference/blocked_s") / n,
             "time/share_learner_wait": learner_wait_s / n,
             "time/share_learn": learn_s / n,
             "queues/unrolls": float(self.queue.depth()),
