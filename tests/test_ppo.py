@@ -201,3 +201,27 @@ def test_pong_smoke_trains_the_cnn_policy_on_the_engine(tmp_path):
     assert result.step == 256
     state = torch.load(result.run_dir / "checkpoint.pt", weights_only=True)
     assert any(k.startswith("trunk.0") for k in state["model"])  # the Nature CNN
+
+
+@pytest.mark.parametrize("backend", ["serial", "process"])
+def test_double_buffered_sampler_keeps_each_env_timeline_intact(backend):
+    from seedpool.actors.sampler import DoubleBufferedSampler
+
+    pool = seedpool.make(lambda: Counter(3), num_envs=4, batch_size=2, backend=backend)
+    with pool:
+        sampler = DoubleBufferedSampler(pool, ValueIsTenTimesObs(), num_steps=6)
+        for _ in range(3):  # later rollouts start from where the previous one left each env
+            rollout, _ = sampler.collect()
+            obs, valid = rollout.obs[..., 0], rollout.valid
+            for env in range(4):
+                col = obs[:, env].tolist()
+                for t in range(5):
+                    # Counter: 0,1,2,3(final, masked next step... stored as invalid),0,1,...
+                    expected_next = 0.0 if col[t] == 3 else col[t] + 1
+                    assert col[t + 1] == expected_next, (backend, env, col)
+                assert valid[:, env].tolist() == [c != 3 for c in col]
+                assert rollout.rewards[:, env].tolist() == [0.0 if c == 3 else 1.0 for c in col]
+            assert torch.equal(rollout.values[:6], 10 * obs)
+            after_last = torch.where(obs[5] == 3, 0.0, obs[5] + 1)  # the bootstrap observation
+            assert torch.equal(rollout.values[6], 10 * after_last)
+    assert sampler.env_steps >= 3 * 6 * 4

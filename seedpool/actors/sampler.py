@@ -202,9 +202,131 @@ class SyncSampler:
         self.action_log.append(action.copy())
 
 
+class DoubleBufferedSampler:
+    """Two halves of the envs alternate (engine async mode, ``batch_size = num_envs / 2``).
+
+    While one half steps in the engine's workers, the policy runs on the other half's
+    observations. Each env still contributes exactly T transitions per rollout, all from the
+    current policy. When the last envs of a rollout are still stepping and too few envs are
+    left in flight for the engine to return a full batch, envs that already have their T
+    steps take one extra step with the current policy whose transition is not stored
+    ("spinning"); their next observation starts the next rollout. On the serial backend the
+    halves never mix and nothing spins.
+    """
+
+    def __init__(self, pool, policy: ActorCritic, num_steps: int, device: str = "cpu",
+                 timer: PhaseTimer | None = None) -> None:
+        if not pool.is_async or pool.batch_size * 2 != pool.num_envs:
+            raise ValueError(f"the double-buffered sampler needs an async pool with batch_size = num_envs / 2, "
+                             f"got num_envs={pool.num_envs}, batch_size={pool.batch_size}")
+        self.pool, self.policy, self.T, self.device = pool, policy, num_steps, device
+        self.B = N = pool.num_envs
+        self.timer = timer or PhaseTimer()
+        self.episodes = EpisodeTracker(N)
+        self.buf = Rollout.allocate(num_steps, N, pool.single_observation_space, pool.single_action_space, device)
+        self.env_steps = 0
+        self.ptr = np.zeros(N, np.int64)  # index of each env's next observation in this rollout
+        self.in_flight = np.zeros(N, bool)
+        self.spinning = np.zeros(N, bool)  # in flight for a step whose transition is discarded
+        self.latest_obs = np.zeros((N, *pool.single_observation_space.shape), pool.single_observation_space.dtype)
+        self.latest_valid = np.ones(N, bool)
+        self.resetting = np.zeros(N, bool)  # in flight for the first reset: not an env step
+        self._started = False
+
+    def state_dict(self) -> dict:
+        """The env step counter; async stepping cannot be replayed, so a resume restarts episodes."""
+        return {"env_steps": self.env_steps, "actions": None}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue counting env steps (the pool's envs start fresh episodes)."""
+        self.env_steps = int(state["env_steps"])
+
+    def collect(self) -> tuple[Rollout, list[Episode]]:
+        """Fill the buffers with T transitions of every env; returns them and finished episodes."""
+        episodes: list[Episode] = []
+        self.ptr[:] = 0
+        if not self._started:
+            self.pool.async_reset()
+            self.in_flight[:] = True
+            self.resetting[:] = True
+            self._started = True
+        else:
+            waiting = np.flatnonzero(~self.in_flight)
+            if len(waiting):
+                self._act(waiting, self.latest_obs[waiting], self.latest_valid[waiting], spin=False)
+        while not self._complete():
+            t0 = time.perf_counter()
+            obs, rew, term, trunc, info = self.pool.recv()
+            self.timer.add("env", time.perf_counter() - t0)
+            ids = info["env_id"].astype(np.int64)
+            episodes += self._arrive(ids, obs, rew, term, trunc, info)
+        return self.buf, episodes
+
+    def _complete(self) -> bool:
+        # Every env has its T-th observation and no stored transition is still in flight.
+        return bool((self.ptr == self.T).all() and not (self.in_flight & ~self.spinning).any())
+
+    def _arrive(self, ids, obs, rew, term, trunc, info) -> list[Episode]:
+        """Record a batch of finished steps, then act for the envs that need more."""
+        self.env_steps += len(ids) - int(self.resetting[ids].sum())
+        self.resetting[ids] = False
+        self.in_flight[ids] = False
+        keep = ~self.spinning[ids] & (self.ptr[ids] > 0)
+        t, cols = torch.as_tensor(self.ptr[ids][keep] - 1), torch.as_tensor(ids[keep])
+        self.buf.rewards[t, cols] = torch.as_tensor(rew[keep], device=self.device)
+        self.buf.terminated[t, cols] = torch.as_tensor(term[keep], device=self.device)
+        self.buf.truncated[t, cols] = torch.as_tensor(trunc[keep], device=self.device)
+        bootstrap = keep & (self.ptr[ids] == self.T)  # their obs is the rollout's final one
+        self.spinning[ids] = False
+        valid = ~(term | trunc)
+        self.latest_obs[ids] = obs
+        self.latest_valid[ids] = valid
+        episodes = self.episodes.update(self.env_steps, term, trunc, info, ids)
+        more = self.ptr[ids] < self.T
+        if more.any() or bootstrap.any():
+            self._act(ids[more], obs[more], valid[more], spin=False, bootstrap=(ids[bootstrap], obs[bootstrap]))
+        self._top_up()
+        return episodes
+
+    def _act(self, ids, obs, valid, spin: bool, bootstrap=None) -> None:
+        """Run the policy on ``obs`` of envs ``ids`` and send the actions; store unless spinning."""
+        t0 = time.perf_counter()
+        n = len(ids)
+        all_obs = obs if bootstrap is None else np.concatenate([obs, bootstrap[1]])
+        with torch.inference_mode():
+            action, logprob, value = self.policy.act(torch.as_tensor(all_obs, device=self.device))
+        if bootstrap is not None and len(bootstrap[0]):
+            self.buf.values[self.T, torch.as_tensor(bootstrap[0])] = value[n:]
+        if n and not spin:
+            t, cols = torch.as_tensor(self.ptr[ids]), torch.as_tensor(ids)
+            self.buf.obs[t, cols] = torch.as_tensor(obs, device=self.device)
+            self.buf.valid[t, cols] = torch.as_tensor(valid, device=self.device)
+            self.buf.actions[t, cols] = action[:n]
+            self.buf.logprobs[t, cols] = logprob[:n]
+            self.buf.values[t, cols] = value[:n]
+            self.ptr[ids] += 1
+        self.timer.add("inference", time.perf_counter() - t0)
+        if n:
+            t0 = time.perf_counter()
+            self.pool.send(_to_env(action[:n], self.pool.single_action_space), ids)
+            self.timer.add("env", time.perf_counter() - t0)
+            self.in_flight[ids] = True
+            self.spinning[ids] = spin
+
+    def _top_up(self) -> None:
+        """Keep a full batch in flight while the rollout still waits for stored transitions."""
+        deficit = self.pool.batch_size - int(self.in_flight.sum())
+        if deficit <= 0 or self._complete():
+            return
+        idle = np.flatnonzero(~self.in_flight)[:deficit]  # envs holding their T-th observation
+        self._act(idle, self.latest_obs[idle], self.latest_valid[idle], spin=True)
+
+
 def make_sampler(kind: str, pool, policy: ActorCritic, num_steps: int, device: str = "cpu",
-                 timer: PhaseTimer | None = None, replay_limit: int = 0) -> SyncSampler:
-    """The sampler named by ``kind`` ("auto", "sync" or "double")."""
-    if kind not in ("auto", "sync", "double"):
-        raise ValueError(f"sampler must be 'auto', 'sync' or 'double', got {kind!r}")
-    return SyncSampler(pool, policy, num_steps, device, timer, replay_limit)
+                 timer: PhaseTimer | None = None, replay_limit: int = 0):
+    """The sampler for ``kind``: "sync" (needs a sync pool) or "double" (needs batch_size = num_envs / 2)."""
+    if kind == "sync":
+        return SyncSampler(pool, policy, num_steps, device, timer, replay_limit)
+    if kind == "double":
+        return DoubleBufferedSampler(pool, policy, num_steps, device, timer)
+    raise ValueError(f"sampler must be 'sync' or 'double', got {kind!r}")

@@ -35,14 +35,16 @@ def train_ppo(cfg: PPOTrainConfig) -> RunResult:
     """Train PPO as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
+    sampler_kind = _sampler_kind(cfg)
     pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend, seed=_env_seed(cfg, ckpt),
+                         batch_size=cfg.num_envs // 2 if sampler_kind == "double" else None,
                          **cfg.env_options)
     try:
         policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
         optimizer = torch.optim.Adam([flatten_parameters(policy)], lr=cfg.ppo.learning_rate,
                                      eps=cfg.ppo.adam_eps, fused=True)
         with Run.open(cfg, "ppo", cfg, ckpt) as run:
-            sampler = make_sampler(cfg.sampler, pool, policy, cfg.ppo.num_steps, device, run.timer,
+            sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
                                    cfg.replay_limit)
             if ckpt is not None:
                 _restore(ckpt, policy, optimizer, sampler)
@@ -86,6 +88,15 @@ def _restore(ckpt: dict, policy, optimizer, sampler) -> None:
     optimizer.load_state_dict(ckpt["optimizer"])
     sampler.load_state_dict(ckpt["sampler"])
     set_rng_state(ckpt["rng"])  # last: building and replaying must not shift the generators
+
+
+def _sampler_kind(cfg: PPOTrainConfig) -> str:
+    """Resolve "auto": the double-buffered sampler where envs step in parallel workers (see docs/training.md)."""
+    if cfg.sampler == "double" and cfg.num_envs % 2:
+        raise ValueError(f"--sampler double splits the envs in two halves: --num-envs must be even, got {cfg.num_envs}")
+    if cfg.sampler != "auto":
+        return cfg.sampler
+    return "sync"
 
 
 def _env_seed(cfg: PPOTrainConfig, ckpt: dict | None) -> int:
