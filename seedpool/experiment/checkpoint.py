@@ -45,7 +45,7 @@ def load_checkpoint(path: Path, algo: str | None = None, map_location: str = "cp
                               "so there is nothing to resume; start a new run instead")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
-    except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, ValueError) as err:
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, pickle.UnpicklingError, ValueError) as err:
         raise CheckpointError(
             f"{path} could not be read as a checkpoint ({type(err).__name__}): it is truncated, corrupt "
             "or not written by seedpool. Resume from a run folder that seedpool wrote, or start a new run"
