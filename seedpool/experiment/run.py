@@ -151,6 +151,10 @@ class Run:
                             "(Ctrl-C again to quit at once, without saving)")
 
     # -- the training loop's calls -------------------------------------------------------------
+    def note(self, message: str) -> None:
+        """A line for the user (printed above the live progress bar)."""
+        self.progress.print(f"[seedpool] {message}")
+
     def done(self, total_steps: int) -> bool:
         """True once ``total_steps`` are reached or a stop was requested."""
         return self.step >= total_steps or self.stop_requested

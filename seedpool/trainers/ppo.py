@@ -46,6 +46,7 @@ def train_ppo(cfg: PPOTrainConfig) -> RunResult:
         with Run.open(cfg, "ppo", cfg, ckpt) as run:
             sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
                                    cfg.replay_limit)
+            run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device}")
             if ckpt is not None:
                 _restore(ckpt, policy, optimizer, sampler)
             while not run.done(cfg.total_timesteps):
