@@ -31,14 +31,19 @@ class PPOTrainConfig(RunConfig):
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
 
 
-def train_ppo(cfg: PPOTrainConfig) -> RunResult:
-    """Train PPO as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
+def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
+    """Train PPO as configured (or continue ``cfg.resume``); returns the run's headline numbers.
+
+    ``pool``: an already built pool with the engine's API to train on instead of
+    ``seedpool.make(cfg.env, ...)`` (benchmarks feed EnvPool this way); it is closed at the end.
+    """
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
     sampler_kind = _sampler_kind(cfg)
-    pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend, seed=_env_seed(cfg, ckpt),
-                         batch_size=cfg.num_envs // 2 if sampler_kind == "double" else None,
-                         **cfg.env_options)
+    if pool is None:
+        pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend, seed=_env_seed(cfg, ckpt),
+                             batch_size=cfg.num_envs // 2 if sampler_kind == "double" else None,
+                             **cfg.env_options)
     try:
         policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
         optimizer = torch.optim.Adam([flatten_parameters(policy)], lr=cfg.ppo.learning_rate,
