@@ -80,6 +80,11 @@ def test_resume_continues_in_the_same_folder_and_eval_and_plot_read_it(run_dir, 
     assert json.loads((run_dir / "config.json").read_text())["config"]["total_timesteps"] == 512
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert state["counters"]["step"] == 512 and state["counters"]["updates"] == 8
+    from seedpool.experiment.metrics import read_metrics
+
+    names = {name for _, _, name, _ in read_metrics(run_dir / "metrics.csv")}
+    assert {"charts/episodic_return", "charts/SPS", "losses/policy_loss", "losses/value_loss", "losses/entropy",
+            "losses/approx_kl", "time/env", "time/inference", "time/learn"} <= names
     capsys.readouterr()
     assert main(["eval", str(run_dir), "--episodes", "3"]) == 0
     assert "over 3 episodes" in capsys.readouterr().out
@@ -121,3 +126,10 @@ def test_ctrl_c_saves_a_checkpoint_and_leaves_no_process(tmp_path):
     while any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
         assert time.monotonic() < deadline, f"left running: {children}"
         time.sleep(0.1)
+
+
+def test_bench_is_reached_through_the_cli(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--help"])
+    assert exc.value.code == 0
+    assert "seedpool bench" in capsys.readouterr().out

@@ -98,6 +98,16 @@ def test_progress_prints_log_lines_when_not_on_a_terminal():
     assert "return 42.2" in lines[1] and "0:00 left" in lines[1]
 
 
+def test_progress_draws_a_live_bar_when_asked():
+    out = io.StringIO()
+    p = ProgressDisplay(1000, mode="rich", stream=out)
+    p.update(500, sps=1000.0, recent_return=42.0)
+    p.print("[seedpool] hello")
+    p.close()
+    text = out.getvalue()
+    assert "500/1000" in text and "1,000 SPS" in text and "hello" in text
+
+
 def _fake_run(root: Path, seed: int, scale: float) -> Path:
     run = new_run_dir(root, "ALE/Pong-v5", "ppo", seed)
     assert "/" not in run.name and run.name.startswith("ALE-Pong-v5__ppo__")
