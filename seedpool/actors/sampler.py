@@ -143,6 +143,7 @@ class SyncSampler:
         else:
             self.start()
             self.env_steps = int(state["env_steps"])
+            self.action_log = None  # a log from here on could not rebuild these envs' earlier steps
 
     def collect(self) -> tuple[Rollout, list[Episode]]:
         """Fill the buffers with T steps of every env; returns them and the finished episodes."""
@@ -163,18 +164,20 @@ class SyncSampler:
             buf.logprobs[t] = logprob
             buf.values[t] = value
             env_action = _to_env(action, space)
+            if host is not None:
+                host.obs[t] = obs
+                host.valid[t] = valid
+            else:
+                buf.obs[t] = obs_t
+                buf.valid[t] = torch.from_numpy(valid)
             t1 = time.perf_counter()
             next_obs, rew, term, trunc, info = pool.step(env_action)
             t2 = time.perf_counter()
             if host is not None:
-                host.obs[t] = obs
-                host.valid[t] = valid
                 host.rewards[t] = rew
                 host.terminated[t] = term
                 host.truncated[t] = trunc
             else:
-                buf.obs[t] = obs_t
-                buf.valid[t] = torch.from_numpy(valid)
                 buf.rewards[t] = torch.from_numpy(rew)
                 buf.terminated[t] = torch.from_numpy(term)
                 buf.truncated[t] = torch.from_numpy(trunc)

@@ -41,7 +41,8 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
     sampler_kind = _sampler_kind(cfg)
     if pool is None:
-        pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend, seed=_env_seed(cfg, ckpt),
+        pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend,
+                             seed=_env_seed(cfg, ckpt, sampler_kind),
                              batch_size=cfg.num_envs // 2 if sampler_kind == "double" else None,
                              **cfg.env_options)
     try:
@@ -105,9 +106,9 @@ def _sampler_kind(cfg: PPOTrainConfig) -> str:
     return "sync"
 
 
-def _env_seed(cfg: PPOTrainConfig, ckpt: dict | None) -> int:
+def _env_seed(cfg: PPOTrainConfig, ckpt: dict | None, sampler_kind: str) -> int:
     """The pool's seed: the run's seed, or a fresh one when a resume cannot replay the envs."""
-    if ckpt is None or ckpt["sampler"].get("actions") is not None:
+    if ckpt is None or (sampler_kind == "sync" and ckpt["sampler"].get("actions") is not None):
         return cfg.seed
     return cfg.seed + 1_000_003 * (1 + int(ckpt["counters"]["step"]))
 
