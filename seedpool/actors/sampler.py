@@ -67,6 +67,9 @@ class _HostViews:
 
     def __init__(self, buf: Rollout) -> None:
         self.obs = buf.obs.numpy()
+        self.actions = buf.actions.numpy()
+        self.logprobs = buf.logprobs.numpy()
+        self.values = buf.values.numpy()
         self.valid = buf.valid.numpy()
         self.rewards = buf.rewards.numpy()
         self.terminated = buf.terminated.numpy()
@@ -160,14 +163,17 @@ class SyncSampler:
             obs_t = torch.as_tensor(obs, device=device)
             with torch.inference_mode():
                 action, logprob, value = policy.act(obs_t)
-            buf.actions[t] = action
-            buf.logprobs[t] = logprob
-            buf.values[t] = value
             env_action = _to_env(action, space)
             if host is not None:
+                host.actions[t] = action.numpy()
+                host.logprobs[t] = logprob.numpy()
+                host.values[t] = value.numpy()
                 host.obs[t] = obs
                 host.valid[t] = valid
             else:
+                buf.actions[t] = action
+                buf.logprobs[t] = logprob
+                buf.values[t] = value
                 buf.obs[t] = obs_t
                 buf.valid[t] = torch.from_numpy(valid)
             t1 = time.perf_counter()

@@ -38,8 +38,8 @@ class ActorCritic(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions; returns ``(action, logprob, value)``."""
         params, value = self.forward(obs)
-        action = self.head.sample(params, deterministic)
-        return action, self.head.log_prob(params, action), value
+        action, logprob = self.head.sample_log_prob(params, deterministic)
+        return action, logprob, value
 
     def evaluate(
         self, obs: torch.Tensor, action: torch.Tensor

@@ -22,6 +22,7 @@ class ActionHead(Protocol):
     def log_prob(self, params: Params, action: torch.Tensor) -> torch.Tensor: ...
     def entropy(self, params: Params) -> torch.Tensor: ...
     def log_prob_entropy(self, params: Params, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def sample_log_prob(self, params: Params, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
 class CategoricalHead:
@@ -38,6 +39,12 @@ class CategoricalHead:
     def log_prob(self, params: Params, action: torch.Tensor) -> torch.Tensor:
         """log pi(action) ``[B]``."""
         return F.log_softmax(params, dim=-1).gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
+
+    def sample_log_prob(self, params: Params, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action, log pi(action))`` from one log-softmax (the acting hot path)."""
+        logp = F.log_softmax(params, dim=-1)
+        action = self.sample(logp, deterministic)  # log-probs are logits too
+        return action, logp.gather(-1, action.unsqueeze(-1)).squeeze(-1)
 
     def entropy(self, params: Params) -> torch.Tensor:
         """Entropy ``[B]`` in nats."""
@@ -74,3 +81,8 @@ class GaussianHead:
     def log_prob_entropy(self, params: Params, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log_prob, entropy)``."""
         return self.log_prob(params, action), self.entropy(params)
+
+    def sample_log_prob(self, params: Params, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(action, log pi(action))``."""
+        action = self.sample(params, deterministic)
+        return action, self.log_prob(params, action)
