@@ -95,8 +95,6 @@ def evaluate_run(run_dir: Path, episodes: int = 10, seed: int = 10_000, determin
 def record_video(run_dir: Path, out: Path, seed: int = 10_000, deterministic: bool = False,
                  fps: int = 30, max_steps: int = 5_000) -> Path:
     """Render one episode of the saved policy to ``out`` (.mp4 with imageio-ffmpeg, else .gif)."""
-    import imageio.v2 as imageio
-
     from seedpool.envs.spec import resolve
 
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame renders off-screen
@@ -105,13 +103,13 @@ def record_video(run_dir: Path, out: Path, seed: int = 10_000, deterministic: bo
     try:
         spec = resolve(cfg["env"], render_mode="rgb_array", **eval_env_options(cfg))
         env = spec.env_fn()
-    except Exception as err:  # noqa: BLE001 - rendering needs extras (pygame, ...) the run did not
+        obs, _ = env.reset(seed=seed)
+        frames = [env.render()]
+    except Exception as err:  # noqa: BLE001 - rendering needs extras (pygame, ...) training did not
         raise RunDirError(f"cannot render {cfg['env']} for a video: {err}. For classic-control envs "
                           "install pygame (pip install pygame)") from None
     policy = load_run_policy(run_dir, (env.observation_space, env.action_space))
     limit = min(spec.max_episode_steps or max_steps, max_steps)
-    obs, _ = env.reset(seed=seed)
-    frames = [env.render()]
     for _ in range(limit):
         with torch.no_grad():
             action, _, _ = policy.act(torch.as_tensor(obs).unsqueeze(0), deterministic)
