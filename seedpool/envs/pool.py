@@ -117,7 +117,7 @@ class EnvPool:
 
     def _submit(self, ids: np.ndarray, op: int) -> None:
         if ids is self._all:
-            self._in_flight[:] = True
+            self._in_flight.fill(True)
             id_list = self._all_list
         else:
             self._in_flight[ids] = True
@@ -138,7 +138,7 @@ class EnvPool:
             raise
         self._n_in_flight -= n
         if n == self.num_envs:  # everything came back: no gather needed
-            self._in_flight[:] = False
+            self._in_flight.fill(False)
             if ordered:
                 return self._batch(self._all, self._all32, whole=True)
         if ordered:
@@ -161,7 +161,7 @@ class EnvPool:
     def _batch(self, idx: np.ndarray, idx32: np.ndarray, whole: bool):
         b = self._b
         sel = None if whole else idx
-        take = np.copy if whole else (lambda a: a[idx])  # noqa: E731
+        take = _copy if whole else (lambda a: a[idx])  # noqa: E731
         info: dict[str, Any] = {
             "env_id": idx32.copy() if whole else idx32,
             "elapsed_step": take(b.elapsed_step),
@@ -207,6 +207,10 @@ class EnvPool:
         mode = f"async batch_size={self.batch_size}" if self.is_async else "sync"
         return (f"EnvPool({self.spec.name!r}, num_envs={self.num_envs}, {mode}, "
                 f"backend={self.backend!r}, num_workers={self.num_workers})")
+
+
+def _copy(a: np.ndarray) -> np.ndarray:
+    return a.copy()  # the method: np.copy() costs ~1 us more in dispatch on small arrays
 
 
 def _leading_dim(action: Any) -> int:

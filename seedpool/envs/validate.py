@@ -31,6 +31,8 @@ def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
 
 def actions(space: gym.Space, action: Any, n: int) -> Any:
     """`action` as an array (or dict of arrays) of n valid actions for `space`."""
+    if type(space) is gym.spaces.Discrete:  # the common case first: this runs every step
+        return _discrete(np.asarray(action), n, int(space.start), int(space.start + space.n))
     if isinstance(space, gym.spaces.Dict):
         if not isinstance(action, dict) or set(action) != set(space.spaces):
             raise ValueError(f"expected a dict of actions with keys {sorted(space.spaces)}")
