@@ -27,9 +27,8 @@ class Buffers:
     reward: np.ndarray  # float32
     terminated: np.ndarray  # bool
     truncated: np.ndarray  # bool
-    elapsed_step: np.ndarray  # int32
+    elapsed_step: np.ndarray  # int32; also the episode length (the pool copies it)
     episode_return: np.ndarray  # float64
-    episode_length: np.ndarray  # int32
     status: np.ndarray  # int8, OK / FAILED / RESTARTED
     seed: np.ndarray  # int64, seed for the next reset; -1 = none
     info: dict[str, np.ndarray]
@@ -47,7 +46,6 @@ class Buffers:
             truncated=e((n,), np.bool_),
             elapsed_step=e((n,), np.int32),
             episode_return=e((n,), np.float64),
-            episode_length=e((n,), np.int32),
             status=e((n,), np.int8),
             seed=np.full((n,), -1, np.int64) if not shared else _filled(e((n,), np.int64), -1),
             info={k: e((n, *dt.shape), dt.base) for k, dt in spec.info_spec.items()},

@@ -162,11 +162,12 @@ class EnvPool:
         b = self._b
         sel = None if whole else idx
         take = _copy if whole else (lambda a: a[idx])  # noqa: E731
+        elapsed = take(b.elapsed_step)
         info: dict[str, Any] = {
             "env_id": idx32.copy() if whole else idx32,
-            "elapsed_step": take(b.elapsed_step),
+            "elapsed_step": elapsed,
             "episode_return": take(b.episode_return),
-            "episode_length": take(b.episode_length),
+            "episode_length": elapsed.copy(),  # the same count, its own array
         }
         for k, arr in b.info.items():
             info[k] = take(arr)

@@ -75,7 +75,6 @@ class EnvRunner:
         b.truncated[i] = False
         b.elapsed_step[i] = 0
         b.episode_return[i] = 0.0
-        b.episode_length[i] = 0
         self._write_info(i, info)
         spaces.write(b.obs, i, obs)
         return OK
@@ -112,7 +111,6 @@ class EnvRunner:
         b.truncated[i] = trunc
         b.elapsed_step[i] = n
         b.episode_return[i] = ret
-        b.episode_length[i] = n
         if self.info_items:
             self._write_info(i, info)
         if term or trunc:
@@ -133,7 +131,7 @@ class EnvRunner:
         """
         b = self.b
         reward, terminated, truncated = b.reward, b.terminated, b.truncated
-        elapsed_step, episode_return, episode_length = b.elapsed_step, b.episode_return, b.episode_length
+        elapsed_step, episode_return = b.elapsed_step, b.episode_return
         envs, needs_reset, elapsed, returns = self.envs, self.needs_reset, self.elapsed, self.returns
         read_action, limit, same_step = self.read_action, self.limit, self.same_step
         write_obs = b.obs.__setitem__ if not isinstance(b.obs, dict) else lambda i, o: spaces.write(b.obs, i, o)
@@ -156,7 +154,6 @@ class EnvRunner:
                 truncated[i] = trunc
                 elapsed_step[i] = n
                 episode_return[i] = ret
-                episode_length[i] = n
                 if info_items:
                     self._write_info(i, info)
                 if term or trunc:

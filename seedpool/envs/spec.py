@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
@@ -36,6 +37,36 @@ class TaskSpec:
     info_spec: dict[str, np.dtype] = field(default_factory=dict)
     prefer_processes: bool = False  # a family known to hold the GIL while stepping
     probe: gym.Env | None = None  # the env built to read the spaces; the serial backend reuses it
+
+
+class _ValidatedDiscrete(gym.spaces.Discrete):
+    """A Discrete space whose `contains` trusts what the engine already checked.
+
+    Envs commonly `assert self.action_space.contains(action)` on every step; gymnasium's
+    check costs ~2.5 us (a third of a CartPole step, measured). The pool validates every
+    action before it reaches a worker and delivers np.int64 values in range, for which this
+    answers exactly what `Discrete.contains` would.
+    """
+
+    def contains(self, x: Any) -> bool:
+        if type(x) is np.int64:
+            return int(self.start) <= int(x) < int(self.start) + int(self.n)
+        return super().contains(x)
+
+
+def _trust_engine_actions(env: gym.Env) -> gym.Env:
+    """Switch the env's own Discrete action space to the validated variant (same state)."""
+    space = getattr(env.unwrapped, "action_space", None)
+    if type(space) is gym.spaces.Discrete:
+        space.__class__ = _ValidatedDiscrete
+    return env
+
+
+def _trusting(env_fn: EnvFn) -> EnvFn:
+    def make() -> gym.Env:
+        return _trust_engine_actions(env_fn())
+
+    return make
 
 
 def _peel(env: gym.Env) -> tuple[gym.Env, int | None]:
@@ -108,11 +139,13 @@ def resolve(
         raise TypeError(f"the env factory returned {type(probe).__name__}, expected a gymnasium.Env")
     if max_episode_steps is not None and max_episode_steps <= 0:
         raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
+    action_space = copy.deepcopy(probe.action_space)  # users see the plain space
+    _trust_engine_actions(probe)
     return TaskSpec(
         name=name,
-        env_fn=env_fn,
+        env_fn=_trusting(env_fn),
         observation_space=probe.observation_space,
-        action_space=probe.action_space,
+        action_space=action_space,
         max_episode_steps=max_episode_steps if max_episode_steps is not None else limit,
         info_spec=_info_spec(probe, info_keys),
         prefer_processes=prefer_processes,

@@ -69,16 +69,16 @@ def _discrete(a: np.ndarray, n: int, lo: int, hi: int) -> np.ndarray:
             a = a.reshape(n)
         else:
             raise ValueError(f"expected {n} discrete actions of shape ({n},), got shape {a.shape}")
-    _check_integer(a)
+    if a.dtype.kind not in "iu":
+        _check_integer(a)
     if n <= 16:  # Python's min/max beat two numpy reductions on small batches
         values = a.tolist()
-        bad = min(values) < lo or max(values) >= hi
-    else:
-        bad = bool(a.min() < lo) or bool(a.max() >= hi)
-    if bad:
-        wrong = a[(a < lo) | (a >= hi)]
-        raise ValueError(f"discrete actions must be in [{lo}, {hi}), got {wrong.tolist()}")
-    return a
+        if min(values) >= lo and max(values) < hi:
+            return a
+    elif a.min() >= lo and a.max() < hi:
+        return a
+    wrong = a[(a < lo) | (a >= hi)]
+    raise ValueError(f"discrete actions must be in [{lo}, {hi}), got {wrong.tolist()}")
 
 
 def _check_shape(a: np.ndarray, shape: tuple[int, ...]) -> None:
