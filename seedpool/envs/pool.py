@@ -137,15 +137,21 @@ class EnvPool:
             self._recover(err.env_id)
             raise
         self._n_in_flight -= n
-        if n == self.num_envs:  # everything came back: no gather needed
+        if n == self.num_envs and ordered:  # every env came back (sync mode): no gather
             self._in_flight.fill(False)
-            if ordered:
-                return self._batch(self._all, self._all32, whole=True)
+            return self._batch(None, self._all32.copy())
+        lo = min(got)
+        if max(got) - lo == n - 1:
+            # A contiguous run of env ids (every sync step; the halves of a serial async pool):
+            # return it in env_id order, copied with slices instead of gathered.
+            sel = slice(lo, lo + n)
+            self._in_flight[sel] = False
+            return self._batch(sel, self._all32[sel].copy())
         if ordered:
             got.sort()
         idx = np.asarray(got, dtype=np.int64)
         self._in_flight[idx] = False
-        return self._batch(idx, idx.astype(np.int32), whole=False)
+        return self._batch(idx, idx.astype(np.int32))
 
     def _recover(self, env_id: int) -> None:
         """After an env raised: sync mode drops the failed step; async mode restarts the env."""
@@ -158,13 +164,18 @@ class EnvPool:
             self._in_flight[dropped] = False
             self._n_in_flight -= len(dropped)
 
-    def _batch(self, idx: np.ndarray, idx32: np.ndarray, whole: bool):
+    def _batch(self, sel: np.ndarray | slice | None, env_id: np.ndarray):
+        """Fresh arrays of the rows `sel`: an index array, a slice of consecutive envs, or all."""
         b = self._b
-        sel = None if whole else idx
-        take = _copy if whole else (lambda a: a[idx])  # noqa: E731
+        if sel is None:
+            take = _copy
+        elif isinstance(sel, slice):
+            take = lambda a: a[sel].copy()  # noqa: E731
+        else:
+            take = lambda a: a[sel]  # noqa: E731
         elapsed = take(b.elapsed_step)
         info: dict[str, Any] = {
-            "env_id": idx32.copy() if whole else idx32,
+            "env_id": env_id,
             "elapsed_step": elapsed,
             "episode_return": take(b.episode_return),
             "episode_length": elapsed.copy(),  # the same count, its own array

@@ -60,11 +60,13 @@ def write(buf: Tree, i: int, value: Any) -> None:
         buf[i] = value
 
 
-def gather(buf: Tree, ids: np.ndarray | None) -> Tree:
-    """A fresh copy of the rows `ids` (all rows when None)."""
+def gather(buf: Tree, sel: np.ndarray | slice | None) -> Tree:
+    """A fresh copy of the rows `sel` (an index array, a slice, or all rows when None)."""
     if isinstance(buf, dict):
-        return {k: gather(b, ids) for k, b in buf.items()}
-    return buf.copy() if ids is None else buf[ids]
+        return {k: gather(b, sel) for k, b in buf.items()}
+    if sel is None:
+        return buf.copy()
+    return buf[sel].copy() if isinstance(sel, slice) else buf[sel]
 
 
 def row(buf: Tree, i: int) -> Any:
