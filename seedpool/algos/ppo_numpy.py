@@ -1,0 +1,276 @@
+"""PPO gradient steps in NumPy for small MLP actor-critics with a discrete action head.
+
+On a CPU, a 64-wide MLP on a 256-row minibatch is limited by torch's per-operation
+overhead (autograd, dispatch, optimizer bookkeeping), not by arithmetic. This module runs
+the same step, forward, :func:`seedpool.algos.ppo.ppo_loss`, a hand-derived backward,
+global grad-norm clipping and Adam, as a few dozen NumPy calls. It works in place on NumPy
+views of the torch parameters, gradients and Adam state (``exp_avg``, ``exp_avg_sq``,
+``step``), so checkpoints, inference and resuming see exactly what the torch path leaves.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+import torch
+
+from seedpool.models.distributions import CategoricalHead
+from seedpool.models.mlp import MLPActorCritic
+
+if TYPE_CHECKING:
+    from seedpool.algos.ppo import PPOBatch, PPOConfig
+
+# One gradient step over rows ``idx`` of the batch (None: all rows); returns statistics.
+StepFn = Callable[[torch.Tensor | None, bool, bool], dict[str, torch.Tensor]]
+Layer = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # weight, bias, their grads
+
+
+def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: float | None) -> StepFn | None:
+    """The NumPy gradient step for this policy and optimizer, or None when unsupported."""
+    slots = _adam_slots(policy, optimizer)
+    if slots is None:
+        return None
+    pi, vf = _layers(policy._pi_layers), _layers(policy._vf_layers)
+    relu = policy._act_fn is torch.relu
+    data = _as_numpy(batch)
+    group = optimizer.param_groups[0]
+
+    def step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
+        with _one_blas_thread():
+            return _step(idx, normalized, with_stats)
+
+    def _step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
+        mb = data if idx is None else [a[idx.numpy()] for a in data]
+        obs = mb[0]
+        pi_acts, vf_acts = _forward(obs, pi, relu), _forward(obs, vf, relu)
+        dlogits, dvalue, stats = _loss_grads(pi_acts[-1], vf_acts[-1][:, 0], mb, cfg, clip,
+                                             normalized, with_stats)
+        _backward(dlogits, obs, pi_acts, pi, relu)
+        _backward(dvalue[:, None], obs, vf_acts, vf, relu)
+        _clip_grad_norm([s[1] for s in slots], cfg.max_grad_norm)
+        _adam(slots, group)
+        return {k: torch.tensor(v) for k, v in stats.items()}
+
+    return step
+
+
+class _one_blas_thread:
+    """Run NumPy's OpenBLAS on one thread meanwhile: on 64-wide layers a second thread only
+    adds synchronisation, and on a busy 2-core machine spinning threads made a step 90x slower."""
+
+    def __enter__(self) -> None:
+        self.controls = _openblas_threads()
+        if self.controls:
+            self.before = self.controls[0]()
+            self.controls[1](1)
+
+    def __exit__(self, *exc) -> None:
+        if self.controls:
+            self.controls[1](self.before)
+
+
+@functools.lru_cache(maxsize=1)
+def _openblas_threads():
+    """(get, set) thread-count functions of the OpenBLAS bundled with NumPy, or None if not found."""
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*.so*"))
+    for path in libs:
+        lib = ctypes.CDLL(path)
+        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "")):
+            get, set_ = f"{prefix}_get_num_threads{suffix}", f"{prefix}_set_num_threads{suffix}"
+            if hasattr(lib, get) and hasattr(lib, set_):
+                getattr(lib, set_).argtypes = [ctypes.c_int]
+                return getattr(lib, get), getattr(lib, set_)
+    return None
+
+
+def _adam_slots(policy, optimizer) -> list[tuple[np.ndarray, ...]] | None:
+    """``(param, grad, exp_avg, exp_avg_sq, step)`` views per optimizer tensor, or None if unsupported."""
+    if not _supported(policy, optimizer):
+        return None
+    opt_params = list(optimizer.param_groups[0]["params"])
+    layer_params = [t for pair in policy._pi_layers + policy._vf_layers for t in pair]
+    trainable = [p for p in policy.parameters() if p.requires_grad]
+    if {id(p) for p in trainable} != {id(p) for p in layer_params}:
+        return None  # parameters the kernel does not know about
+    if not _is_flat_of(opt_params, layer_params):
+        if [id(p) for p in opt_params] != [id(p) for p in trainable]:
+            return None
+        for p in opt_params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+    return [(_np(p), _np(p.grad), *_adam_state(optimizer, p)) for p in opt_params]
+
+
+def _supported(policy, optimizer) -> bool:
+    """A float32 CPU MLP with a categorical head, trained by plain torch Adam in one group."""
+    if type(policy) is not MLPActorCritic or policy.continuous or not isinstance(policy.head, CategoricalHead):
+        return False
+    if type(optimizer) is not torch.optim.Adam or len(optimizer.param_groups) != 1:
+        return False
+    group = optimizer.param_groups[0]
+    plain = not (group.get("amsgrad") or group.get("weight_decay") or group.get("maximize")
+                 or group.get("differentiable") or group.get("decoupled_weight_decay")
+                 or torch.is_tensor(group["lr"]))
+    tensors = list(policy.parameters()) + list(group["params"])
+    return plain and all(t.dtype == torch.float32 and t.device.type == "cpu" for t in tensors)
+
+
+def _is_flat_of(opt_params: list[torch.Tensor], layer_params: list[torch.Tensor]) -> bool:
+    """Is the one optimizer tensor the flat home of every layer tensor and of its gradient?"""
+    if len(opt_params) != 1 or opt_params[0].grad is None:
+        return False
+    flat = opt_params[0]
+    if flat.numel() != sum(p.numel() for p in layer_params):
+        return False
+    home, grad_home = flat.untyped_storage().data_ptr(), flat.grad.untyped_storage().data_ptr()
+    return all(p.untyped_storage().data_ptr() == home and p.grad is not None
+               and p.grad.untyped_storage().data_ptr() == grad_home for p in layer_params)
+
+
+def _adam_state(optimizer, p: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Views of Adam's state for ``p``, created as torch's first step would create it."""
+    state = optimizer.state[p]
+    if not state:
+        # The same keys, dtypes and shapes torch.optim.Adam gives a fresh parameter.
+        state["step"] = torch.zeros((), dtype=torch.float32)
+        state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+    return _np(state["exp_avg"]), _np(state["exp_avg_sq"]), _np(state["step"])
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    """A NumPy view sharing ``t``'s memory."""
+    return t.detach().numpy()
+
+
+def _layers(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Layer]:
+    """NumPy views of each linear layer's weight, bias and their gradients."""
+    return [(_np(w), _np(b), _np(w.grad), _np(b.grad)) for w, b in pairs]
+
+
+def _as_numpy(batch: PPOBatch) -> list[np.ndarray]:
+    """obs (flattened, float32), actions, old log-probs, old values, advantages, returns."""
+    obs = batch.obs.detach().reshape(len(batch), -1).float().numpy()
+    rest = (batch.actions.long(), batch.logprobs, batch.values, batch.advantages, batch.returns)
+    return [obs, *(t.detach().numpy() for t in rest)]
+
+
+def _forward(x: np.ndarray, layers: list[Layer], relu: bool) -> list[np.ndarray]:
+    """Each hidden layer's activations, then the head's output."""
+    acts = []
+    for w, b, _, _ in layers[:-1]:
+        h = x @ w.T
+        h += b
+        x = np.maximum(h, 0.0, out=h) if relu else np.tanh(h, out=h)
+        acts.append(x)
+    w, b, _, _ = layers[-1]
+    out = x @ w.T
+    out += b
+    acts.append(out)
+    return acts
+
+
+def _backward(dout: np.ndarray, x: np.ndarray, acts: list[np.ndarray], layers: list[Layer], relu: bool) -> None:
+    """Write d(loss)/d(weights, biases) into the layers' gradient views."""
+    inputs = [x, *acts[:-1]]
+    d = dout
+    for i in range(len(layers) - 1, -1, -1):
+        w, _, gw, gb = layers[i]
+        np.matmul(d.T, inputs[i], out=gw)
+        np.sum(d, axis=0, out=gb)
+        if i == 0:
+            break
+        d = d @ w
+        h = acts[i - 1]
+        if relu:
+            d *= h > 0
+        else:
+            d *= 1.0 - h * h
+
+
+def _loss_grads(logits, value, mb, cfg: PPOConfig, clip: float | None, normalized: bool, with_stats: bool):
+    """d(PPO loss)/d(logits) and d(loss)/d(value), with ppo_loss's statistics when asked."""
+    _, actions, old_logp, old_values, adv, returns = mb
+    n = len(actions)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    probs = np.exp(logp)
+    rows = np.arange(n)
+    logratio = logp[rows, actions] - old_logp
+    ratio = np.exp(logratio)
+    if cfg.norm_adv and not normalized and n > 1:
+        adv = (adv - adv.mean()) / (adv.std(ddof=1) + np.float32(1e-8))
+    # d min(adv r, adv clamp(r)) / dr: torch splits ties between the two; inside the clip
+    # range both halves are adv, outside only the unclipped side has a gradient.
+    unclipped = adv * ratio
+    if clip is not None:
+        clipped = adv * np.clip(ratio, np.float32(1.0 - clip), np.float32(1.0 + clip))
+        inside = (ratio >= np.float32(1.0 - clip)) & (ratio <= np.float32(1.0 + clip))
+        active = inside | (unclipped < clipped)
+        surrogate = np.minimum(unclipped, clipped)
+        dratio = np.where(active, adv, np.float32(0.0))
+    else:
+        surrogate, dratio = unclipped, adv
+    dlogprob = dratio * ratio * np.float32(-1.0 / n)
+    dlogits = probs * -dlogprob[:, None]
+    dlogits[rows, actions] += dlogprob
+    entropy = None
+    if cfg.ent_coef or with_stats:
+        entropy = -(probs * logp).sum(axis=1)
+    if cfg.ent_coef:
+        # dH/dz = -p (log p + H); the loss subtracts ent_coef * mean(H).
+        dlogits += probs * (logp + entropy[:, None]) * np.float32(cfg.ent_coef / n)
+    v_loss, dvalue = _value_loss_grad(value, old_values, returns, cfg, clip)
+    stats = {}
+    if with_stats:
+        stats = {"policy_loss": -surrogate.mean(), "value_loss": v_loss, "entropy": entropy.mean(),
+                 "approx_kl": ((ratio - np.float32(1.0)) - logratio).mean(),
+                 "clipfrac": np.float32((np.abs(ratio - np.float32(1.0)) > (clip or np.inf)).mean())}
+    return dlogits, dvalue, stats
+
+
+def _value_loss_grad(value, old_values, returns, cfg: PPOConfig, clip: float | None):
+    """The value loss and vf_coef * d(value loss)/d(value)."""
+    n = len(value)
+    err = value - returns
+    if cfg.clip_vloss and clip is not None:
+        delta = value - old_values
+        v_clipped = old_values + np.clip(delta, np.float32(-clip), np.float32(clip))
+        err_c = v_clipped - returns
+        sq, sq_c = err * err, err_c * err_c
+        d_c = np.where((delta >= -clip) & (delta <= clip), err_c, np.float32(0.0))
+        # torch.max splits the gradient of ties between both sides.
+        d = np.where(sq == sq_c, np.float32(0.5) * (err + d_c), np.where(sq > sq_c, err, d_c))
+        loss = np.maximum(sq, sq_c).mean()
+    else:
+        d, loss = err, (err * err).mean()
+    return loss, d * np.float32(2.0 * cfg.vf_coef / n)
+
+
+def _clip_grad_norm(grads: list[np.ndarray], max_norm: float) -> None:
+    """Scale gradients so that their global L2 norm is at most ``max_norm`` (as flat.clip_grad_norm)."""
+    norm = np.sqrt(sum(float(np.dot(g.ravel(), g.ravel())) for g in grads))
+    scale = min(max_norm / (norm + 1e-6), 1.0)
+    for g in grads:
+        g *= np.float32(scale)
+
+
+def _adam(slots: list[tuple[np.ndarray, ...]], group: dict) -> None:
+    """torch.optim.Adam's update with bias correction, in place on the shared views."""
+    lr, eps = float(group["lr"]), float(group["eps"])
+    beta1, beta2 = (float(b) for b in group["betas"])
+    for param, grad, exp_avg, exp_avg_sq, step in slots:
+        step += np.float32(1.0)
+        t = float(step)
+        correction1, correction2 = 1.0 - beta1 ** t, 1.0 - beta2 ** t
+        exp_avg += (grad - exp_avg) * np.float32(1.0 - beta1)
+        exp_avg_sq *= np.float32(beta2)
+        exp_avg_sq += grad * grad * np.float32(1.0 - beta2)
+        denom = np.sqrt(exp_avg_sq)
+        denom *= np.float32(1.0 / np.sqrt(correction2))
+        denom += np.float32(eps)
+        param -= exp_avg / denom * np.float32(lr / correction1)

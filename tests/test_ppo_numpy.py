@@ -1,0 +1,122 @@
+"""The NumPy PPO step gives torch's gradients, parameters, Adam state and statistics."""
+import copy
+import dataclasses
+
+import gymnasium as gym
+import pytest
+import torch
+
+from seedpool.algos.ppo import PPOBatch, PPOConfig, ppo_loss, ppo_update
+from seedpool.algos.ppo_numpy import numpy_step_fn
+from seedpool.models import ModelConfig, make_policy
+from seedpool.models.flat import flatten_parameters
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Tiny tensors: a second intra-op thread only spins on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _policy(hidden=(64, 64), activation="tanh", actions=3, seed=0):
+    torch.manual_seed(seed)
+    cfg = ModelConfig(hidden_sizes=hidden, activation=activation)
+    return make_policy(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(actions), cfg)
+
+
+def _batch(policy, n=256, seed=0):
+    """Random data whose old log-probs and values straddle the clip ranges."""
+    g = torch.Generator().manual_seed(seed)
+    obs = torch.randn(n, 4, generator=g)
+    with torch.no_grad():
+        params, value = policy(obs)
+        actions = torch.randint(0, params.shape[1], (n,), generator=g)
+        logp = policy.head.log_prob(params, actions)
+    return PPOBatch(obs=obs, actions=actions, logprobs=logp + 0.3 * torch.randn(n, generator=g),
+                    values=value + 0.3 * torch.randn(n, generator=g),
+                    advantages=torch.randn(n, generator=g) + 0.5, returns=torch.randn(n, generator=g))
+
+
+def _numpy_grads(policy, batch, cfg, clip):
+    """Gradients and statistics of one NumPy step that leaves the parameters as they were."""
+    clone = copy.deepcopy(policy)
+    opt = torch.optim.Adam(clone.parameters(), lr=0.0)
+    step = numpy_step_fn(clone, opt, batch, dataclasses.replace(cfg, max_grad_norm=1e9), clip)
+    assert step is not None, "the MLP with a categorical head must be supported"
+    stats = step(None, False, True)
+    for a, b in zip(clone.parameters(), policy.parameters()):
+        assert torch.equal(a, b)
+    return [p.grad.clone() for p in clone.parameters()], stats
+
+
+@pytest.mark.parametrize("cfg, clip, hidden, activation", [
+    (PPOConfig(), 0.2, (64, 64), "tanh"),
+    (PPOConfig(clip_vloss=True, ent_coef=0.01), 0.2, (64, 64), "tanh"),
+    (PPOConfig(clip_vloss=True, ent_coef=0.05, norm_adv=False, vf_coef=0.25), 0.1, (32, 16, 8), "relu"),
+    (PPOConfig(ent_coef=0.01), None, (64,), "tanh"),
+])
+def test_gradients_and_statistics_equal_autograd(cfg, clip, hidden, activation):
+    policy = _policy(hidden, activation)
+    batch = _batch(policy)
+    grads, stats = _numpy_grads(policy, batch, cfg, clip)
+    loss, expected = ppo_loss(policy, batch, cfg, clip)
+    reference = torch.autograd.grad(loss, list(policy.parameters()))
+    for g, r in zip(grads, reference):
+        assert r.abs().max() > 0
+        torch.testing.assert_close(g, r, rtol=1e-5, atol=1e-5 * float(r.abs().max()))
+    assert stats.keys() == expected.keys()
+    for key in expected:
+        torch.testing.assert_close(stats[key], expected[key], rtol=1e-5, atol=1e-7)
+    assert 0.0 < float(stats["clipfrac"]) < 1.0 or clip is None
+
+
+def _trained(policy, batches, cfg, flat, paths):
+    """Run ppo_update once per batch, each with its own path; returns the policy and optimizer."""
+    params = [flatten_parameters(policy)] if flat else list(policy.parameters())
+    opt = torch.optim.Adam(params, lr=3e-3, eps=1e-5, fused=flat)
+    history = []
+    for batch, numpy_path in zip(batches, paths):
+        torch.manual_seed(7)
+        run_cfg = dataclasses.replace(cfg, numpy_update=numpy_path)
+        history.append(ppo_update(policy, opt, batch, run_cfg, clip_coef=0.15))
+    return policy, opt, history
+
+
+@pytest.mark.parametrize("flat", [True, False])
+@pytest.mark.parametrize("cfg", [
+    PPOConfig(update_epochs=4, num_minibatches=4, clip_vloss=True, ent_coef=0.01, max_grad_norm=0.5),
+    PPOConfig(update_epochs=20, num_minibatches=1, max_grad_norm=0.5),  # rl-zoo3 CartPole layout
+])
+def test_update_ends_with_torchs_parameters_and_adam_state(flat, cfg):
+    base = _policy(actions=2)
+    batches = [_batch(base, seed=s) for s in (1, 2)]
+    ref, ref_opt, ref_stats = _trained(copy.deepcopy(base), batches, cfg, flat, [False, False])
+    # NumPy first, then torch continuing from NumPy's Adam state: both read the same state.
+    new, new_opt, new_stats = _trained(copy.deepcopy(base), batches, cfg, flat, [True, False])
+    assert ref_opt.state_dict()["state"][0]["step"] == 2 * cfg.update_epochs * cfg.num_minibatches
+    for a, b in zip(new.state_dict().values(), ref.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    for state, ref_state in zip(new_opt.state.values(), ref_opt.state.values()):
+        assert state.keys() == ref_state.keys()
+        for key in ref_state:
+            torch.testing.assert_close(state[key], ref_state[key], rtol=1e-4, atol=1e-7)
+    assert new_stats[0].keys() == ref_stats[0].keys()
+    for key in ref_stats[0]:
+        assert new_stats[0][key] == pytest.approx(ref_stats[0][key], rel=1e-3, abs=1e-6)
+    assert any(not torch.equal(a, b) for a, b in zip(new.parameters(), base.parameters()))
+
+
+def test_unsupported_policies_and_optimizers_fall_back_to_torch():
+    gaussian = make_policy(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Box(-1, 1, (2,)), ModelConfig())
+    discrete = _policy()
+    batch = _batch(discrete)
+    cfg = PPOConfig()
+    assert numpy_step_fn(gaussian, torch.optim.Adam(gaussian.parameters()), batch, cfg, 0.2) is None
+    for opt in (torch.optim.SGD(discrete.parameters(), lr=0.1),
+                torch.optim.Adam(discrete.parameters(), amsgrad=True),
+                torch.optim.Adam(discrete.pi.parameters())):
+        assert numpy_step_fn(discrete, opt, batch, cfg, 0.2) is None
+    assert numpy_step_fn(discrete, torch.optim.Adam(discrete.parameters()), batch, cfg, 0.2) is not None
