@@ -16,7 +16,7 @@ ON_WORKER_DEATH = ("raise", "restart")
 # Rules for backend="auto", from benchmarks/results/engine.md on a 2-vCPU VM: a hand-off to a
 # worker on the other core costs ~30 us each way, and two Python processes running flat out
 # give only ~1.4x. Below this much env work per batch, stepping in-process wins.
-SERIAL_BELOW_S = 100e-6
+SERIAL_BELOW_S = 150e-6
 # Up to this much work per batch, the pool's process steps a share of the envs itself
 # (one hand-off per batch instead of two); above it, it stays free for the policy.
 SHARE_MAIN_BELOW_S = 2e-3
