@@ -35,9 +35,9 @@ class Buffers:
 
     @classmethod
     def allocate(cls, spec: TaskSpec, n: int, shared: bool, same_step: bool) -> "Buffers":
-        """Zeroed buffers for `n` envs of `spec`."""
+        """Zeroed buffers for `n` envs of `spec` (the seed row starts at -1: no seed)."""
         e = lambda shape, dt: spaces.empty(shape, dt, shared)  # noqa: E731
-        return cls(
+        buffers = cls(
             obs=spaces.alloc(spec.observation_space, n, shared),
             final_obs=spaces.alloc(spec.observation_space, n, shared) if same_step else None,
             action=spaces.alloc(spec.action_space, n, shared),
@@ -47,27 +47,8 @@ class Buffers:
             elapsed_step=e((n,), np.int32),
             episode_return=e((n,), np.float64),
             status=e((n,), np.int8),
-            seed=np.full((n,), -1, np.int64) if not shared else _filled(e((n,), np.int64), -1),
+            seed=e((n,), np.int64),
             info={k: e((n, *dt.shape), dt.base) for k, dt in spec.info_spec.items()},
         )
-
-    def nbytes(self) -> int:
-        """Bytes held by all arrays."""
-        total = 0
-        for v in vars(self).values():
-            for leaf in _leaves(v):
-                total += leaf.nbytes
-        return total
-
-
-def _filled(a: np.ndarray, value: int) -> np.ndarray:
-    a[:] = value
-    return a
-
-
-def _leaves(tree: object) -> list[np.ndarray]:
-    if isinstance(tree, np.ndarray):
-        return [tree]
-    if isinstance(tree, dict):
-        return [leaf for v in tree.values() for leaf in _leaves(v)]
-    return []
+        buffers.seed.fill(-1)
+        return buffers

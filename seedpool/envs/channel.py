@@ -43,12 +43,6 @@ class Ring:
             h += 1
         self.head[0] = h  # publish after the entries: x86 keeps stores in order
 
-    def push_one(self, value: int) -> None:
-        """Append one entry."""
-        h = self.head[0]
-        self.data[h % self.capacity] = value
-        self.head[0] = h + 1
-
     def available(self) -> int:
         """Entries published and not yet taken by the consumer."""
         return self.head[0] - self.tail
@@ -63,10 +57,6 @@ class Ring:
             out = self.data[start:].tolist() + self.data[: n - (cap - start)].tolist()
         self.tail = t + n
         return out
-
-    def reset_consumer(self) -> None:
-        """Skip everything published so far."""
-        self.tail = self.head[0]
 
 
 class Doorbell:

@@ -50,7 +50,6 @@ class _Worker:
         self.link = link
         self.handle = handle  # Process or Thread
         self.errors_in = errors_in  # Connection to read, or the shared list
-        self.restarts = 0
 
     def alive(self) -> bool:
         return self.handle.is_alive()
@@ -319,7 +318,6 @@ class Executor:
         self._drain_errors(dead)
         lost = self._stuck().get(dead.index, [])
         new = self._spawn(dead.index, dead.env_ids, restarted=True)
-        new.restarts = dead.restarts + 1
         self.workers[dead.index] = new
         self._wait_ready([dead.index])
         self.restart_count += 1

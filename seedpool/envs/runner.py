@@ -94,40 +94,17 @@ class EnvRunner:
         return self.reset(i) if op == RESET else self.recover(i)
 
     def step(self, i: int) -> int:
-        """Step env i with the action in its action row and write row i; returns a status."""
-        if self.needs_reset[i]:  # next_step autoreset: this step's action is ignored
-            return self.recover(i) if i in self.restart_marks else self.reset(i)
-        b = self.b
-        env = self.envs[i]
-        obs, rew, term, trunc, info = env.step(self.read_action(i))
-        n = self.elapsed[i] + 1
-        ret = self.returns[i] + rew
-        self.elapsed[i] = n
-        self.returns[i] = ret
-        if n == self.limit and not term:
-            trunc = True
-        b.reward[i] = rew
-        b.terminated[i] = term
-        b.truncated[i] = trunc
-        b.elapsed_step[i] = n
-        b.episode_return[i] = ret
-        if self.info_items:
-            self._write_info(i, info)
-        if term or trunc:
-            if self.same_step:
-                spaces.write(b.final_obs, i, obs)
-                obs, _ = env.reset()
-                self.elapsed[i] = 0
-                self.returns[i] = 0.0
-            else:
-                self.needs_reset[i] = True
-        spaces.write(b.obs, i, obs)
-        return OK
+        """Step env i with the action in its action row and write row i; returns its status."""
+        self.step_all((i,))
+        return int(self.b.status[i])
 
-    def step_all(self, ids: list[int]) -> None:
-        """`step(i)` for each id, with the per-env work inlined (the serial hot path).
+    def step_all(self, ids: list[int] | tuple[int, ...]) -> None:
+        """Step each env with the action in its action row and write its row.
 
-        If an env raises, the exception carries `env_id` and the envs after it are not run.
+        One loop with the per-env work inlined (the serial hot path). A reset step writes
+        its status (OK or RESTARTED); an ordinary step leaves OK, which every row holds
+        again after the reset that follows RESTARTED or FAILED. If an env raises, the
+        exception carries `env_id` and the envs after it are not run.
         """
         b = self.b
         reward, terminated, truncated = b.reward, b.terminated, b.truncated
