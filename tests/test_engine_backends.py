@@ -77,6 +77,29 @@ def test_auto_with_main_process_share_matches_serial():
         assert_same(x, y, f"process+main step {t}")
 
 
+
+@pytest.mark.parametrize("cores", [2, 16])
+def test_auto_steps_a_share_in_the_main_process_in_sync_mode_only(monkeypatch, cores):
+    """Atari (GIL-holding steps): sync mode shares the envs with the main process, which would
+    only wait otherwise; async mode keeps it free for the policy."""
+    import importlib
+
+    from seedpool.envs.spec import resolve
+
+    make_mod = importlib.import_module("seedpool.envs.make")
+
+    monkeypatch.setattr(make_mod, "usable_cores", lambda: cores)
+    spec = resolve("Pong-v5")
+    try:
+        sync = make_mod.plan(spec, 32, 32, None, "auto", None, False)
+        asyn = make_mod.plan(spec, 32, 16, None, "auto", None, False)
+    finally:
+        if spec.probe is not None:
+            spec.probe.close()
+    assert (sync.kind, sync.num_workers, sync.local_envs) == ("process", cores - 1, 32 // cores)
+    assert (asyn.kind, asyn.num_workers, asyn.local_envs) == ("process", min(cores, 32), 0)
+    assert sync.worker_spin_s > 0 and asyn.worker_spin_s == 0
+
 # -- async ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", ["serial", "thread", "process"])

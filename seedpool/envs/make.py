@@ -17,8 +17,9 @@ ON_WORKER_DEATH = ("raise", "restart")
 # worker on the other core costs ~30 us each way, and two Python processes running flat out
 # give only ~1.4x. Below this much env work per batch, stepping in-process wins.
 SERIAL_BELOW_S = 150e-6
-# Up to this much work per batch, the pool's process steps a share of the envs itself
-# (one hand-off per batch instead of two); above it, it stays free for the policy.
+# In async mode, up to this much work per batch, the pool's process steps a share of the envs
+# itself (one hand-off per batch instead of two); above it, it stays free for the policy.
+# In sync mode it always steps a share: it would only wait otherwise.
 SHARE_MAIN_BELOW_S = 2e-3
 
 
@@ -104,13 +105,16 @@ def plan(
 
 
 def _auto(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | None, cores: int):
+    sync = batch_size == num_envs
     if spec.prefer_processes:
-        return "process", num_workers, 0
-    step_s = probe_step_cost(spec)
-    work = step_s * batch_size
-    if cores < 2 or num_envs < 2 or work < SERIAL_BELOW_S:
-        return "serial", 0, num_envs
-    if work < SHARE_MAIN_BELOW_S:
+        work = None  # GIL-holding steps (Atari): never serial, never threads
+    else:
+        work = probe_step_cost(spec) * batch_size
+        if cores < 2 or num_envs < 2 or work < SERIAL_BELOW_S:
+            return "serial", 0, num_envs
+    # In sync mode the pool's process only waits while the envs step, so it steps a share
+    # itself; in async mode it stays free for the policy unless a batch is little work.
+    if cores >= 2 and (sync or (work is not None and work < SHARE_MAIN_BELOW_S)):
         workers = num_workers or (cores - 1)
         return "process", workers, num_envs // (workers + 1)
     return "process", num_workers, 0
