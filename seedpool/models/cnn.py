@@ -11,6 +11,11 @@ from seedpool.models.distributions import CategoricalHead, Params
 class NatureCNNActorCritic(ActorCritic):
     """Shared conv trunk with linear policy and value heads; takes uint8 ``[B, C, H, W]``."""
 
+    # oneDNN's convolutions run faster on channels-last tensors on the CPU (update of 256
+    # frames, 2 threads: benchmarks/results/cnn_layout.md); observations are converted to
+    # it together with the uint8 -> float cast, in one copy.
+    memory_format = torch.channels_last
+
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int) -> None:
         super().__init__()
         channels = obs_shape[0]
@@ -30,8 +35,10 @@ class NatureCNNActorCritic(ActorCritic):
         self.vf_head = layer_init(nn.Linear(512, 1), std=1.0)
         self.head = CategoricalHead()
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
+        self.to(memory_format=self.memory_format)
 
     def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
         """Logits ``[B, A]`` and values ``[B]``; pixels are scaled to [0, 1] here, not in the env."""
-        hidden = self.fc(self.trunk(obs.float() * self.scale))
+        x = obs.to(torch.float32, memory_format=self.memory_format) * self.scale
+        hidden = self.fc(self.trunk(x))
         return self.pi_head(hidden), self.vf_head(hidden).squeeze(-1)

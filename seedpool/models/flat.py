@@ -20,15 +20,31 @@ def flatten_parameters(module: nn.Module) -> nn.Parameter:
     params = [p for p in module.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the module has no trainable parameters to flatten")
-    flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
+    for p in params:
+        if not _dense(p):
+            raise ValueError(f"cannot flatten a parameter with strides {p.stride()} (not dense)")
+    total = sum(p.numel() for p in params)
+    flat = nn.Parameter(torch.empty(total, dtype=params[0].dtype, device=params[0].device))
     flat.grad = torch.zeros_like(flat)
     offset = 0
     for p in params:
-        n = p.numel()
-        p.data = flat.data[offset:offset + n].view_as(p)
-        p.grad = flat.grad[offset:offset + n].view_as(p)
-        offset += n
+        # Views keep each parameter's memory layout (channels-last convolutions stay so).
+        view = flat.data.as_strided(p.shape, p.stride(), offset)
+        view.copy_(p.detach())
+        p.data = view
+        p.grad = flat.grad.as_strided(p.shape, p.stride(), offset)
+        offset += p.numel()
     return flat
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """True if ``t`` fills exactly ``numel`` elements in some order of its dims (no gaps)."""
+    expected = 1
+    for d in sorted(range(t.dim()), key=t.stride):
+        if t.size(d) != 1 and t.stride(d) != expected:
+            return False
+        expected *= t.size(d)
+    return True
 
 
 def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> None:
