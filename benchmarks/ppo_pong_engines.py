@@ -109,6 +109,9 @@ def main() -> None:
         "",
         f"seedpool / EnvPool end-to-end SPS: {med['seedpool']['sps'] / med['envpool']['sps']:.2f}x (target >= 1.0x).",
         "",
+        "Runs in order (SPS): " + "; ".join(
+            f"{e} " + ", ".join(f"{r['sps']:.0f}" for r in rs) for e, rs in results.items()) + ".",
+        "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))
