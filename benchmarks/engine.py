@@ -1,6 +1,6 @@
 """Run the full engine benchmark and write `benchmarks/results/engine.md`.
 
-    .venv/bin/python benchmarks/engine.py            # every task, 1 s warm-up, 3 x 5 s windows
+    .venv/bin/python benchmarks/engine.py            # every task, 1 s warm-up, 7 x 2 s windows
     .venv/bin/python benchmarks/engine.py --quick    # smoke run
     .venv/bin/python benchmarks/engine.py --tasks pong --repeats 5
 

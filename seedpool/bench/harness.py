@@ -72,9 +72,9 @@ class Timing:
 
     warmup: float = 1.0
     """Seconds each case runs untimed after setup."""
-    window: float = 5.0
+    window: float = 2.0
     """Seconds of one timed window."""
-    repeats: int = 3
+    repeats: int = 7
     """Timed windows per case; the median is reported."""
 
 

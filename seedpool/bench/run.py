@@ -34,7 +34,7 @@ class BenchArgs:
     window: float | None = None
     """Seconds per timed window (default 5, quick 0.5)."""
     repeats: int | None = None
-    """Timed windows per case; the median is reported (default 3, quick 2)."""
+    """Timed windows per case; the median is reported (default 7, quick 2)."""
     out: str | None = None
     """Write the markdown report here (default: print it)."""
 
