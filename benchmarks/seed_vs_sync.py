@@ -44,7 +44,8 @@ def trainer_cmd(case: str, a: argparse.Namespace, runs_dir: str) -> list[str]:
     """The `seedpool train` command line of a case."""
     common = ["--env", a.env, "--num-envs", str(a.num_envs), "--total-timesteps", "1000000000",
               "--runs-dir", runs_dir, "--progress", "off", "--no-tensorboard",
-              "--checkpoint-every-s", "1e9", "--device", a.device]  # each trainer's Atari defaults
+              "--checkpoint-every-s", "1e9", "--device", a.device,
+              "--torch-threads", str(a.torch_threads)]  # each trainer's Atari defaults
     if case == "seed":
         return [PY, "-m", "seedpool.cli", "train", "impala", *common,
                 "--seed-rl.max-wait-ms", str(a.max_wait_ms)]
@@ -93,7 +94,7 @@ def run_baseline_case(a: argparse.Namespace) -> dict:
     """The per-actor-inference baseline in a fresh process (this script, --case baseline)."""
     cmd = [PY, __file__, "--case", "baseline", "--env", a.env, "--num-envs", str(a.num_envs),
            "--baseline-actors", str(a.baseline_actors), "--warmup-s", str(a.warmup_s),
-           "--window-s", str(a.window_s)]
+           "--window-s", str(a.window_s), "--torch-threads", str(a.torch_threads)]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=a.warmup_s + a.window_s + 300)
     if out.returncode != 0:
         raise RuntimeError(f"baseline failed:\n{out.stderr[-2000:]}")
@@ -107,7 +108,7 @@ def baseline_main(a: argparse.Namespace) -> None:
     from seedpool.actors.baseline import run_baseline
     from seedpool.trainers.impala import impala_defaults
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.torch_threads)  # the learner's; each actor process uses 1
     cfg = impala_defaults(a.env)
     r = run_baseline(a.env, a.num_envs, a.baseline_actors, cfg.impala, cfg.model, a.warmup_s, a.window_s,
                      env_options=cfg.env_options)
@@ -145,7 +146,7 @@ def report(a: argparse.Namespace, rows: list[dict], header: list[str]) -> str:
              *header, f"- Method: fresh process per case, warm-up {a.warmup_s:g} s, window {a.window_s:g} s, "
              f"{a.repeats} interleaved repeat(s), medians; baseline: {a.baseline_actors} actor processes; "
              f"SEED: one async pool, recv batch {a.num_envs // 2}, max inference batch {a.num_envs // 2}, "
-             f"deadline {a.max_wait_ms:g} ms; device {a.device}.", "",
+             f"deadline {a.max_wait_ms:g} ms; device {a.device}; learner torch threads {a.torch_threads}.", "",
              "| case | env steps/s (median) | frames/s | runs |", "|---|---:|---:|---|"]
     for c, v in med.items():
         runs = ", ".join(f"{r['steps_per_s']:,.0f}" for r in rows if r["case"] == c)
@@ -169,6 +170,7 @@ def main() -> None:
     p.add_argument("--baseline-actors", type=int, default=8)
     p.add_argument("--max-wait-ms", type=float, default=2.0)
     p.add_argument("--device", default="auto")
+    p.add_argument("--torch-threads", type=int, default=1, help="torch CPU threads of each learner")
     p.add_argument("--warmup-s", type=float, default=20.0)
     p.add_argument("--window-s", type=float, default=60.0)
     p.add_argument("--repeats", type=int, default=3)
