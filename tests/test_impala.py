@@ -200,3 +200,33 @@ def test_a_nan_loss_stops_acting_and_keeps_the_last_good_checkpoint(tmp_path, mo
     state = load_checkpoint(run_dir / CHECKPOINT_FILE, "impala")
     assert 0 < state["learner"]["version"] <= 150
     assert all(torch.isfinite(v).all() for v in state["model"].values())
+
+
+def test_pool_source_reports_whole_atari_games_not_lives():
+    """With episodic_life, a life lost ends an engine episode; the run's returns are games."""
+    from seedpool.actors.seed import EpisodeLog, PoolSource
+
+    class ScriptedPool:  # the async pool API PoolSource reads, replaying Atari-like infos
+        is_async, num_envs, batch_size, worker_restarts = True, 2, 1, 0
+
+        def __init__(self, rows):
+            self.rows = iter(rows)
+
+        def recv(self):
+            env, raw, elapsed, life_lost, game_over = next(self.rows)
+            info = {"env_id": np.array([env], np.int32), "reward": np.array([raw]),
+                    "elapsed_step": np.array([elapsed]), "terminated": np.array([int(game_over)]),
+                    "episode_return": np.array([99.0]), "episode_length": np.array([99])}
+            return (np.zeros((1, 3)), np.array([np.sign(raw)], np.float32),
+                    np.array([life_lost or game_over]), np.array([False]), info)
+
+    rows = [(0, 3.0, 1, False, False), (1, 5.0, 1, False, False),  # env 1 scores on the side
+            (0, 2.0, 2, True, False),  # env 0 loses a life: not a game
+            (0, 0.0, 0, False, False),  # the reset step after it counts for nothing
+            (0, -1.0, 1, False, True),  # game over: 3 + 2 - 1 over 3 steps
+            (1, 1.0, 2, False, True)]  # env 1's game: 5 + 1 over 2 steps
+    source, log = PoolSource(ScriptedPool(rows)), EpisodeLog()
+    for _ in rows:
+        log.add(source.recv())
+    assert [(e.ret, e.length) for e in log.drain()] == [(4.0, 3), (6.0, 2)]
+    assert log.env_steps == len(rows)

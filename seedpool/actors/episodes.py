@@ -31,26 +31,25 @@ class EpisodeTracker:
     def update(self, step: int, term: np.ndarray, trunc: np.ndarray, info: dict,
                env_ids: np.ndarray | slice = slice(None)) -> list[Episode]:
         """Episodes ended by this batch (rows ``env_ids`` of the pool); ``step`` stamps them."""
-        if "terminated" in info and "reward" in info:
-            return self._games(step, term, trunc, info, env_ids)
-        done = term | trunc
-        if not done.any():
-            return []
-        return [Episode(step, float(info["episode_return"][i]), int(info["episode_length"][i]))
-                for i in np.flatnonzero(done)]
+        done, returns, lengths = self.finished(term, trunc, info, env_ids)
+        return [Episode(step, float(r), int(n)) for r, n in zip(returns[done], lengths[done])]
 
-    def _games(self, step: int, term, trunc, info, env_ids) -> list[Episode]:
+    def finished(self, term: np.ndarray, trunc: np.ndarray, info: dict,
+                 env_ids: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row of this batch: did an episode end there, and its return and length
+        (valid where it did)."""
+        if "terminated" not in info or "reward" not in info:
+            return term | trunc, info["episode_return"], info["episode_length"]
         real = info["elapsed_step"] > 0  # the reset step after a life loss is not a game step
         self.game_return[env_ids] += np.where(real, info["reward"], 0.0)
         self.game_length[env_ids] += real
         over = trunc | (term & (info["terminated"] != 0))
-        if not over.any():
-            return []
-        ids = np.arange(len(self.game_return))[env_ids][over]
-        episodes = [Episode(step, float(self.game_return[i]), int(self.game_length[i])) for i in ids]
-        self.game_return[ids] = 0.0
-        self.game_length[ids] = 0
-        return episodes
+        returns, lengths = self.game_return[env_ids].copy(), self.game_length[env_ids].copy()
+        if over.any():
+            ids = np.arange(len(self.game_return))[env_ids][over]
+            self.game_return[ids] = 0.0
+            self.game_length[ids] = 0
+        return over, returns, lengths
 
     def state_dict(self) -> dict:
         """Partial game returns and lengths (for checkpoints)."""

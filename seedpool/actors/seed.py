@@ -14,7 +14,7 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from seedpool.actors.sampler import Episode
+from seedpool.actors.episodes import Episode, EpisodeTracker
 from seedpool.envs.pool import EnvPool
 from seedpool.inference.batcher import Reply, Request
 from seedpool.inference.server import InferenceServer
@@ -30,6 +30,7 @@ class PoolSource:
         self.pool = pool
         self.num_envs = pool.num_envs
         self.batch_size = pool.batch_size
+        self.episodes = EpisodeTracker(pool.num_envs)  # whole Atari games across lives
 
     def start(self) -> None:
         """Reset every env; the first recv returns reset observations."""
@@ -39,11 +40,12 @@ class PoolSource:
         """The next batch of envs that finished a step."""
         obs, rew, term, trunc, info = self.pool.recv()
         restarted = info.get("restarted")
+        env_ids = info["env_id"].astype(np.int64)
+        done, returns, lengths = self.episodes.finished(term, trunc, info, env_ids)
         return EnvBatch(
-            env_ids=info["env_id"].astype(np.int64), obs=obs, rewards=rew, terminated=term,
-            truncated=trunc,
+            env_ids=env_ids, obs=obs, rewards=rew, terminated=term, truncated=trunc,
             restarted=np.zeros(len(rew), bool) if restarted is None else restarted,
-            episode_returns=info["episode_return"], episode_lengths=info["episode_length"],
+            episode_done=done, episode_returns=returns, episode_lengths=lengths,
         )
 
     def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
@@ -72,8 +74,8 @@ class EpisodeLog:
         self.env_steps = 0  # all actors' env steps so far; an episode is stamped with it
 
     def add(self, batch: EnvBatch) -> None:
-        """Count the batch's steps; record the episodes that ended (restarted envs' cut lives excluded)."""
-        done = (batch.terminated | batch.truncated) & ~batch.restarted
+        """Count the batch's steps; record the episodes that ended (restarted envs' cut ones excluded)."""
+        done = batch.episode_done & ~batch.restarted
         with self._lock:
             self.env_steps += len(batch.env_ids)
             for r, n in zip(batch.episode_returns[done], batch.episode_lengths[done]):

@@ -28,10 +28,12 @@ class EnvBatch:
     """bool [n]."""
     restarted: np.ndarray
     """bool [n]: the env was reset because its worker died (its trajectory is cut)."""
+    episode_done: np.ndarray
+    """bool [n]: an episode as users count it ended on this row (Atari: the whole game, not a life)."""
     episode_returns: np.ndarray
-    """float64 [n]: return of the episode that ended on this row (valid where term|trunc)."""
+    """float64 [n]: return of the episode that ended on this row (valid where episode_done)."""
     episode_lengths: np.ndarray
-    """int64 [n]: length of the episode that ended on this row (valid where term|trunc)."""
+    """int64 [n]: length of the episode that ended on this row (valid where episode_done)."""
 
 
 class Source(Protocol):
