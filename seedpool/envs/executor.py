@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seedpool.envs.buffers import FAILED, OK, RESTARTED, Buffers
-from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, RECOVER, STEP, Doorbell, Ring, spin_until
-from seedpool.envs.errors import EnvStepError, StepTimeoutError, WorkerDiedError
+from seedpool.envs.buffers import FAILED, Buffers
+from seedpool.envs.channel import CLOSE, OP_SHIFT, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.errors import StepTimeoutError, WorkerDiedError
+from seedpool.envs.faults import POLL_S, WorkerFaults
 from seedpool.envs.runner import EnvRunner
 from seedpool.envs.spec import TaskSpec
 from seedpool.envs.worker import Completions, WorkerLink, process_main, serve
 
-_POLL_S = 0.05  # how often a blocked wait checks that workers are alive
 
 
 @dataclass
@@ -58,7 +58,7 @@ class _Worker:
         return getattr(self.handle, "exitcode", None)
 
 
-class Executor:
+class Executor(WorkerFaults):
     """Submits env commands and collects completions, across this process and workers."""
 
     def __init__(self, spec: TaskSpec, num_envs: int, buffers: Buffers, same_step: bool, cfg: ExecutorConfig):
@@ -152,7 +152,7 @@ class Executor:
             if time.monotonic() > deadline:
                 self.close()
                 raise StepTimeoutError(f"workers did not start within {timeout:.0f} s")
-            self.done.bell.wait(_POLL_S)
+            self.done.bell.wait(POLL_S)
 
     # -- commands -------------------------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
@@ -265,100 +265,10 @@ class Executor:
                     h = ring.head[0]
                 if h >= head:
                     return
-                if not done.bell.wait(_POLL_S):
+                if not done.bell.wait(POLL_S):
                     self._health_check()
         finally:
             done.target[0] = 1 << 62
-
-    # -- faults ---------------------------------------------------------------------------
-    def _maybe_health_check(self) -> None:
-        """Every _POLL_S, even when completions keep coming: a dead or hung worker must not
-        go unnoticed just because the other workers can fill every batch."""
-        now = time.monotonic()
-        if now >= self._next_check:
-            self._next_check = now + _POLL_S
-            self._health_check()
-
-    def _health_check(self) -> None:
-        self._check_workers()
-        timeout = self.cfg.step_timeout
-        if timeout is None:
-            return
-        now = time.monotonic()
-        late = {k: ids for k, ids in self._stuck().items() if now - self.sent_at[ids].min() > timeout}
-        if not late:
-            return
-        if not self.cfg.restart_workers:
-            summary = "; ".join(f"worker {k} envs {ids}" for k, ids in late.items())
-            raise StepTimeoutError(
-                f"envs in flight for more than step_timeout={timeout:g} s: {summary}. Close the pool, "
-                "or create it with on_worker_death='restart' to replace hung workers"
-            )
-        for k in late:
-            handle = self.workers[k].handle
-            if hasattr(handle, "kill"):
-                handle.kill()
-                handle.join(1.0)
-        self._check_workers()
-
-    def _check_workers(self) -> None:
-        for w in self.workers:
-            if w.alive():
-                continue
-            lost = w.env_ids
-            if not self.cfg.restart_workers:
-                raise WorkerDiedError(
-                    f"worker {w.index} (envs {_span(lost)}) died with exit code {w.exitcode()}; "
-                    "create the pool with on_worker_death='restart' to carry on instead"
-                )
-            self._restart(w)
-
-    def _restart(self, dead: _Worker) -> None:
-        """Replace a dead worker; its envs come back reset, reported truncated and RESTARTED."""
-        self._drain_errors(dead)
-        lost = self._stuck().get(dead.index, [])
-        new = self._spawn(dead.index, dead.env_ids, restarted=True)
-        self.workers[dead.index] = new
-        self._wait_ready([dead.index])
-        self.restart_count += 1
-        if lost:
-            self.sent_at[lost] = time.monotonic()
-            new.link.commands.push([(RECOVER << OP_SHIFT) | i for i in lost])
-            new.link.bell.ring()
-
-    def _drain_errors(self, w: _Worker) -> None:
-        if isinstance(w.errors_in, list):
-            items, w.errors_in[:] = list(w.errors_in), []
-        else:
-            items = []
-            try:
-                while w.errors_in.poll():
-                    items.append(w.errors_in.recv())
-            except (EOFError, OSError):
-                pass
-        for i, op, tb in items:
-            self.remote_errors[i] = (op, tb)
-
-    def _error_for(self, i: int) -> EnvStepError:
-        if i in self.local_errors:
-            op, tb = self.local_errors.pop(i)
-        else:
-            w = self.workers[int(self.owner[i])]
-            self._drain_errors(w)
-            op, tb = self.remote_errors.pop(i, ("step", "(the worker sent no traceback)"))
-        self.b.status[i] = OK
-        return EnvStepError(i, op, tb)
-
-    def _stuck(self) -> dict[int, list[int]]:
-        """In-flight env ids per worker that have not published a result."""
-        ring = self.done.ring
-        published = {int(ring.data[j % ring.capacity]) for j in range(ring.tail, ring.head[0])}
-        stuck: dict[int, list[int]] = {}
-        for i in sorted(self.in_flight - published - set(self.leftover)):
-            k = int(self.owner[i])
-            if k >= 0:
-                stuck.setdefault(k, []).append(i)
-        return stuck
 
     # -- shutdown -------------------------------------------------------------------------
     def close(self, timeout: float = 2.0) -> None:
@@ -386,10 +296,6 @@ class Executor:
 
 def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
-
-
-def _span(ids: list[int]) -> str:
-    return f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
 
 
 def _shared_i64():
