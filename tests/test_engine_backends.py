@@ -232,10 +232,11 @@ def test_ctrl_c_while_stepping_exits_and_leaves_no_process(tmp_path):
         proc.kill()
         proc.communicate()
         pytest.fail("the script did not exit on Ctrl-C")
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, f"exit code {proc.returncode}; stderr:\n{err}"
     left = wait_gone(pids, timeout=3.0)
+    states = _states(left)
     kill_leftovers(left, tmp_path)
-    assert not left, "workers outlived their script"
+    assert not left, f"workers outlived their script: {states}; its stderr:\n{err}"
     assert not new_shm_leaks(shm)
 
 
@@ -251,6 +252,17 @@ def test_a_parent_killed_with_sigkill_leaves_no_orphan_workers(tmp_path, mode):
     kill_leftovers(left, tmp_path)
     assert not left, "orphaned workers survived their parent"
     assert not new_shm_leaks(shm)
+
+
+def _states(pids: set[int]) -> dict[int, str]:
+    """Process state of each pid, for failure messages."""
+    out = {}
+    for pid in pids:
+        try:
+            out[pid] = psutil.Process(pid).status()
+        except psutil.Error as exc:
+            out[pid] = type(exc).__name__
+    return out
 
 
 def kill_leftovers(pids: set[int], tmp_path) -> None:
