@@ -99,6 +99,13 @@ def test_auto_steps_a_share_in_the_main_process_in_sync_mode_only(monkeypatch, c
     assert (sync.kind, sync.num_workers, sync.local_envs) == ("process", cores - 1, 32 // cores)
     assert (asyn.kind, asyn.num_workers, asyn.local_envs) == ("process", min(cores, 32), 0)
     assert sync.worker_spin_s > 0 and asyn.worker_spin_s == 0
+    spec = resolve("Pong-v5")
+    try:  # with the restart policy every env runs in a worker, where a crash can be survived
+        guarded = make_mod.plan(spec, 32, 32, None, "auto", None, True)
+    finally:
+        if spec.probe is not None:
+            spec.probe.close()
+    assert (guarded.num_workers, guarded.local_envs) == (cores, 0)
 
 # -- async ------------------------------------------------------------------------------------
 

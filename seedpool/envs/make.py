@@ -86,7 +86,7 @@ def plan(
     cores = usable_cores()
     local = 0
     if backend == "auto":
-        backend, num_workers, local = _auto(spec, num_envs, batch_size, num_workers, cores)
+        backend, num_workers, local = _auto(spec, num_envs, batch_size, num_workers, cores, restart)
     if backend == "serial":
         return ExecutorConfig("serial", 0, num_envs, 0.0, 0.0, step_timeout, False)
     workers = min(num_workers or cores, num_envs - local)
@@ -104,7 +104,8 @@ def plan(
     )
 
 
-def _auto(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | None, cores: int):
+def _auto(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | None, cores: int,
+          isolate: bool):
     sync = batch_size == num_envs
     if spec.prefer_processes:
         work = None  # GIL-holding steps (Atari): never serial, never threads
@@ -113,8 +114,10 @@ def _auto(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | Non
         if cores < 2 or num_envs < 2 or work < SERIAL_BELOW_S:
             return "serial", 0, num_envs
     # In sync mode the pool's process only waits while the envs step, so it steps a share
-    # itself; in async mode it stays free for the policy unless a batch is little work.
-    if cores >= 2 and (sync or (work is not None and work < SHARE_MAIN_BELOW_S)):
+    # itself; in async mode it stays free for the policy unless a batch is little work. Not
+    # when dead workers are to be restarted: an env that crashes or hangs in the pool's own
+    # process cannot be.
+    if cores >= 2 and not isolate and (sync or (work is not None and work < SHARE_MAIN_BELOW_S)):
         workers = num_workers or (cores - 1)
         return "process", workers, num_envs // (workers + 1)
     return "process", num_workers, 0
