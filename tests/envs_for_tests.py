@@ -201,3 +201,29 @@ class ResetFailEnv(EchoEnv):
         if seed == self.bad_seed:
             raise RuntimeError(f"deliberate reset failure with seed {seed}")
         return super().reset(seed=seed, options=options)
+
+
+class OptionsEnv(gym.Env):
+    """obs = [options["x"] of the reset that began the episode (-1: none), steps so far].
+
+    Each step busy-waits `cost_s` (so `auto` may share envs with the main process); the
+    episode terminates after 3 steps.
+    """
+
+    def __init__(self, cost_s: float = 0.0):
+        self.action_space = spaces.Discrete(2)
+        self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self.cost_s, self.x, self.t = cost_s, -1.0, 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.x = float(options["x"]) if options and "x" in options else -1.0
+        self.t = 0
+        return np.array([self.x, 0.0], np.float32), {}
+
+    def step(self, action: Any):
+        end = time.perf_counter() + self.cost_s
+        while time.perf_counter() < end:
+            pass
+        self.t += 1
+        return np.array([self.x, self.t], np.float32), 0.0, self.t >= 3, False, {}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import seedpool
-from envs_for_tests import BoxActionEnv, DictObsEnv, DiscreteObsEnv, EchoEnv, MultiDiscreteEnv
+from envs_for_tests import BoxActionEnv, DictObsEnv, DiscreteObsEnv, EchoEnv, MultiDiscreteEnv, OptionsEnv
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -246,3 +246,51 @@ def test_discrete_observations(backend):
             obs, *_ = pool.step(np.array([0, 1]))
             np.testing.assert_array_equal(obs, [t, t])
         assert pool.observation_space.contains(obs)
+
+
+OPTION_CONFIGS = {
+    "serial": dict(backend="serial"),
+    "thread": dict(backend="thread", num_workers=2),
+    "process": dict(backend="process", num_workers=2),
+    "auto (main share)": dict(backend="auto"),  # ~0.3 ms steps, sync: main + worker(s)
+}
+
+
+@pytest.mark.parametrize("name", list(OPTION_CONFIGS))
+def test_reset_options_reach_every_env_once(name):
+    with seedpool.make(lambda: OptionsEnv(cost_s=3e-4), num_envs=4, **OPTION_CONFIGS[name]) as pool:
+        if name.startswith("auto") and "main" not in pool.backend:
+            pytest.skip(f"auto chose {pool.backend!r} on this machine")
+        obs, _ = pool.reset(seed=0, options={"x": 7})
+        assert obs[:, 0].tolist() == [7.0] * 4
+        for _ in range(4):  # the episodes end after 3 steps; autoreset passes no options
+            obs, *_ = pool.step(np.zeros(4, np.int64))
+        assert obs[:, 0].tolist() == [-1.0] * 4
+        obs, _ = pool.reset()
+        assert obs[:, 0].tolist() == [-1.0] * 4
+
+
+def test_unpicklable_reset_options_fail_before_reaching_workers():
+    with seedpool.make(OptionsEnv, num_envs=4, backend="process", num_workers=2) as pool:
+        with pytest.raises(TypeError, match="picklable"):
+            pool.reset(options={"x": 1, "f": lambda: None})
+        obs, _ = pool.reset(options={"x": 2})  # still usable, and nothing stale applies
+        assert obs[:, 0].tolist() == [2.0] * 4
+        obs, _ = pool.reset()
+        assert obs[:, 0].tolist() == [-1.0] * 4
+
+
+def test_make_vec_forwards_reset_options():
+    vec = seedpool.make_vec(OptionsEnv, num_envs=3, backend="process", num_workers=2)
+    try:
+        obs, _ = vec.reset(seed=1, options={"x": 5})
+        assert obs[:, 0].tolist() == [5.0] * 3
+    finally:
+        vec.close()
+
+
+def test_reset_options_larger_than_a_pipe_buffer_do_not_block():
+    with seedpool.make(OptionsEnv, num_envs=4, backend="process", num_workers=2) as pool:
+        big = {"x": 4, "table": np.arange(200_000, dtype=np.float64)}  # 1.6 MB each way
+        obs, _ = pool.reset(options=big)
+        assert obs[:, 0].tolist() == [4.0] * 4

@@ -20,7 +20,9 @@ from seedpool.envs.spaces import empty
 OP_SHIFT = 24
 ENV_MASK = (1 << OP_SHIFT) - 1
 # RECOVER: a reset the engine makes after a fault; it reports the old episode truncated.
-STEP, RESET, CLOSE, RECOVER = 0, 1, 2, 3
+# OPTIONS: take the next object from the worker's payload pipe as the reset options of each of
+# its envs' next RESET (it completes no env).
+STEP, RESET, CLOSE, RECOVER, OPTIONS = 0, 1, 2, 3, 4
 
 
 class Ring:

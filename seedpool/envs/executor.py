@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import threading
 import time
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from seedpool.envs.buffers import FAILED, Buffers
-from seedpool.envs.channel import CLOSE, OP_SHIFT, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.channel import CLOSE, OP_SHIFT, OPTIONS, STEP, Doorbell, Ring, spin_until
 from seedpool.envs.errors import StepTimeoutError, WorkerDiedError
 from seedpool.envs.faults import POLL_S, WorkerFaults
 from seedpool.envs.runner import EnvRunner
@@ -44,12 +46,13 @@ class ExecutorConfig:
 class _Worker:
     """The pool's handle on one worker."""
 
-    def __init__(self, index: int, env_ids: list[int], link: WorkerLink, handle, errors_in):
+    def __init__(self, index: int, env_ids: list[int], link: WorkerLink, handle, errors_in, payloads_out):
         self.index = index
         self.env_ids = env_ids
         self.link = link
         self.handle = handle  # Process or Thread
         self.errors_in = errors_in  # Connection to read, or the shared list
+        self.payloads_out = payloads_out  # Connection to write, or the shared list
 
     def alive(self) -> bool:
         return self.handle.is_alive()
@@ -113,10 +116,13 @@ class Executor(WorkerFaults):
         shared = ctx is not None
         if shared:
             errors_in, errors_out = ctx.Pipe(duplex=False)
+            payloads_in, payloads_out = ctx.Pipe(duplex=False)
         else:
             errors_in = errors_out = []
+            payloads_in = payloads_out = []
         self.ready[k] = 0
-        link = WorkerLink(Ring(len(ids) + 2, shared), Doorbell(ctx), errors_out, cfg.worker_spin_s)
+        link = WorkerLink(Ring(len(ids) + 3, shared), Doorbell(ctx), errors_out, cfg.worker_spin_s,
+                          payloads_in)
         spec, n, b, same = self.spec, self.num_envs, self.b, self.same_step
 
         def make_runner() -> EnvRunner:
@@ -131,12 +137,13 @@ class Executor(WorkerFaults):
             )
             handle.start()
             errors_out.close()  # the child holds the write end
+            payloads_in.close()  # and the read end of its payloads
         else:
             runner = make_runner()
             self.ready[k] = 1
             handle = threading.Thread(target=serve, args=(runner, link, self.done, None), daemon=True)
             handle.start()
-        return _Worker(k, ids, link, handle, errors_in)
+        return _Worker(k, ids, link, handle, errors_in, payloads_out)
 
     def _wait_ready(self, indices: list[int], timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
@@ -178,6 +185,24 @@ class Executor(WorkerFaults):
             link.bell.ring()
         if mine:
             self.local_pending.append((op, mine))
+
+    def set_reset_options(self, options: Any) -> None:
+        """Make `options` the reset options of every env's next RESET (submit those next)."""
+        try:
+            data = pickle.dumps(options) if self.workers and self.ctx is not None else None
+        except Exception as exc:  # noqa: BLE001 - any pickling failure means the same to the user
+            raise TypeError(f"reset options must be picklable to reach worker processes: {exc}") from exc
+        if self.local is not None:
+            self.local.reset_options.update((i, options) for i in self.local.env_ids)
+        for w in self.workers:
+            # The command goes first: the worker then reads the payload, so a payload larger
+            # than the pipe's buffer cannot block us while the worker waits for a command.
+            if data is None:
+                w.payloads_out.append(options)
+            w.link.commands.push([OPTIONS << OP_SHIFT])
+            w.link.bell.ring()
+            if data is not None:
+                w.payloads_out.send_bytes(data)
 
     def wait(self, n: int) -> list[int]:
         """Return n finished env ids, oldest first; raise if an env failed or a worker died."""
@@ -286,8 +311,9 @@ class Executor(WorkerFaults):
             if w.alive() and hasattr(w.handle, "kill"):
                 w.handle.kill()
                 w.handle.join(1.0)
-            if hasattr(w.errors_in, "close"):
-                w.errors_in.close()
+            for conn in (w.errors_in, w.payloads_out):
+                if hasattr(conn, "close"):
+                    conn.close()
         self.workers = []
         if self.local is not None:
             self.local.close()

@@ -56,14 +56,17 @@ class EnvPool:
 
     # -- sync API ---------------------------------------------------------------------------
     def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None):
-        """Reset every env (env i gets seed + i when a seed is given); returns (obs, info)."""
+        """Reset every env (env i gets seed + i when a seed is given, and `options`, which
+        must be picklable for the process backend); returns (obs, info)."""
         self._check_open()
-        if options:
-            raise NotImplementedError("reset options are not forwarded to envs; pass task options to make()")
         if self._n_in_flight:
             raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
         if seed is not None:
-            self._b.seed[:] = _seeds(seed, self.num_envs)
+            seeds = _seeds(seed, self.num_envs)
+        if options is not None:
+            self._exec.set_reset_options(options)
+        if seed is not None:
+            self._b.seed[:] = seeds
         self._submit(self._all, RESET)
         out = self._receive(self.num_envs, ordered=True)
         return out[0], out[4]

@@ -50,6 +50,7 @@ class EnvRunner:
         for i in env_ids:
             self.envs[i] = envs[i] if envs and i in envs else spec.env_fn()
         self.needs_reset = [True] * num_envs
+        self.reset_options: dict[int, dict] = {}  # env id -> options for its next RESET
         self.elapsed = [0] * num_envs
         self.returns = [0.0] * num_envs
         self.read_action = action_reader(spec.action_space, buffers.action)
@@ -58,15 +59,19 @@ class EnvRunner:
         self.restart_marks = set(env_ids) if restarted else set()
 
     def reset(self, i: int) -> int:
-        """Reset env i (with the seed left in the seed buffer, if any) and write row i."""
+        """Reset env i (with the seed left in the seed buffer and the options left in
+        `reset_options`, if any) and write row i."""
         self.restart_marks.discard(i)
         b = self.b
+        kwargs = {}
         seed = int(b.seed[i])
         if seed >= 0:
             b.seed[i] = -1
-            obs, info = self.envs[i].reset(seed=seed)
-        else:
-            obs, info = self.envs[i].reset()
+            kwargs["seed"] = seed
+        options = self.reset_options.pop(i, None)
+        if options is not None:
+            kwargs["options"] = options
+        obs, info = self.envs[i].reset(**kwargs)
         self.needs_reset[i] = False
         self.elapsed[i] = 0
         self.returns[i] = 0.0
@@ -91,7 +96,10 @@ class EnvRunner:
         """Run one command (STEP, RESET or RECOVER) on env i; returns the row's status."""
         if op == STEP:
             return self.step(i)
-        return self.reset(i) if op == RESET else self.recover(i)
+        if op == RESET:
+            return self.reset(i)
+        self.reset_options.pop(i, None)  # options belong to a reset the user asked for
+        return self.recover(i)
 
     def step(self, i: int) -> int:
         """Step env i with the action in its action row and write row i; returns its status."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seedpool.envs.buffers import FAILED
-from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, Doorbell, Ring, spin_until
+from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, OPTIONS, Doorbell, Ring, spin_until
 from seedpool.envs.runner import EnvRunner
 
 OP_NAMES = {0: "step", 1: "reset", 3: "reset"}
@@ -38,12 +38,14 @@ class Completions:
 
 @dataclass
 class WorkerLink:
-    """One worker's command ring and doorbell, and its pipe for error reports."""
+    """One worker's command ring and doorbell, its pipe for error reports, and the pipe
+    the pool sends Python objects through (reset options)."""
 
     commands: Ring
     bell: Doorbell
     errors: Any  # a Connection (processes) or a list (threads)
     spin_s: float
+    payloads: Any = None  # a Connection to read (processes) or a list (threads)
 
 
 def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: int | None) -> None:
@@ -65,6 +67,10 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             op, i = entry >> OP_SHIFT, entry & ENV_MASK
             if op == CLOSE:
                 return
+            if op == OPTIONS:
+                options = _next_payload(link.payloads)
+                runner.reset_options.update((j, options) for j in runner.env_ids)
+                continue
             try:
                 status[i] = run(op, i)
             except Exception:  # noqa: BLE001 - reported to the pool, which raises it
@@ -81,6 +87,10 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
                 last = now
         if finished:
             done.publish(finished)
+
+
+def _next_payload(payloads: Any) -> Any:
+    return payloads.pop(0) if isinstance(payloads, list) else payloads.recv()
 
 
 def _report(errors: Any, item: tuple[int, str, str]) -> None:
