@@ -19,11 +19,15 @@ def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
         raise TypeError(f"env_id must hold integers, got dtype {ids.dtype}")
     if ids.size == 0:
         raise ValueError("env_id is empty: send needs at least one env")
-    lo, hi = int(ids.min()), int(ids.max())
+    if ids.size <= 64:  # Python's min/max/set beat numpy's reductions and unique on small batches
+        values = ids.tolist()
+        lo, hi, distinct = min(values), max(values), len(set(values))
+    else:
+        lo, hi, distinct = int(ids.min()), int(ids.max()), np.unique(ids).size
     if lo < 0 or hi >= num_envs:
         bad = ids[(ids < 0) | (ids >= num_envs)]
         raise ValueError(f"unknown env_id {bad.tolist()}: this pool has env ids 0..{num_envs - 1}")
-    if np.unique(ids).size != ids.size:
+    if distinct != ids.size:
         vals, counts = np.unique(ids, return_counts=True)
         raise ValueError(f"duplicate env_id {vals[counts > 1].tolist()} in one send")
     return ids.astype(np.int64, copy=False)
