@@ -61,11 +61,10 @@ class EnvPool:
         self._check_open()
         if self._n_in_flight:
             raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
-        if seed is not None:
-            seeds = _seeds(seed, self.num_envs)
+        seeds = None if seed is None else _seeds(seed, self.num_envs)  # checked before any effect
         if options is not None:
             self._exec.set_reset_options(options)
-        if seed is not None:
+        if seeds is not None:
             self._b.seed[:] = seeds
         self._submit(self._all, RESET)
         out = self._receive(self.num_envs, ordered=True)
