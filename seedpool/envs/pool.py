@@ -169,12 +169,7 @@ class EnvPool:
     def _batch(self, sel: np.ndarray | slice | None, env_id: np.ndarray):
         """Fresh arrays of the rows `sel`: an index array, a slice of consecutive envs, or all."""
         b = self._b
-        if sel is None:
-            take = _copy
-        elif isinstance(sel, slice):
-            take = lambda a: a[sel].copy()  # noqa: E731
-        else:
-            take = lambda a: a[sel]  # noqa: E731
+        take = spaces.taker(sel)
         elapsed = take(b.elapsed_step)
         info: dict[str, Any] = {
             "env_id": env_id,
@@ -221,10 +216,6 @@ class EnvPool:
         mode = f"async batch_size={self.batch_size}" if self.is_async else "sync"
         return (f"EnvPool({self.spec.name!r}, num_envs={self.num_envs}, {mode}, "
                 f"backend={self.backend!r}, num_workers={self.num_workers})")
-
-
-def _copy(a: np.ndarray) -> np.ndarray:
-    return a.copy()  # the method: np.copy() costs ~1 us more in dispatch on small arrays
 
 
 def _leading_dim(action: Any) -> int:

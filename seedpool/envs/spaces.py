@@ -9,7 +9,7 @@ nothing can be left behind there.
 from __future__ import annotations
 
 import mmap
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 import gymnasium as gym
 import numpy as np
@@ -60,13 +60,20 @@ def write(buf: Tree, i: int, value: Any) -> None:
         buf[i] = value
 
 
-def gather(buf: Tree, sel: np.ndarray | slice | None) -> Tree:
-    """A fresh copy of the rows `sel` (an index array, a slice, or all rows when None)."""
-    if isinstance(buf, dict):
-        return {k: gather(b, sel) for k, b in buf.items()}
+def taker(sel: np.ndarray | slice | None) -> Callable[[np.ndarray], np.ndarray]:
+    """A function returning a fresh copy of the rows `sel` of an array (an index array, a
+    slice, or all rows when None); fancy indexing copies already, a slice needs `.copy()`."""
     if sel is None:
-        return buf.copy()
-    return buf[sel].copy() if isinstance(sel, slice) else buf[sel]
+        return np.ndarray.copy  # the method: np.copy() costs ~1 us more in dispatch
+    if isinstance(sel, slice):
+        return lambda a: a[sel].copy()
+    return lambda a: a[sel]
+
+
+def gather(buf: Tree, sel: np.ndarray | slice | None) -> Tree:
+    """A fresh copy of the rows `sel` of every array in `buf` (see `taker`)."""
+    take = taker(sel)
+    return {k: gather(b, sel) for k, b in buf.items()} if isinstance(buf, dict) else take(buf)
 
 
 def row(buf: Tree, i: int) -> Any:
