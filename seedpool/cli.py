@@ -36,13 +36,14 @@ class Trainer(NamedTuple):
     config: str  # the dataclass of its options (tyro parses it)
     defaults: str  # env_id -> config instance with that env's well-known settings
     train: str  # config -> RunResult
+    upgrade: str | None = None  # config dict of an older run folder -> today's option names
 
 
 TRAINERS: dict[str, Trainer] = {
     "ppo": Trainer("seedpool.trainers.ppo:PPOTrainConfig", "seedpool.trainers.ppo:ppo_defaults",
                    "seedpool.trainers.ppo:train_ppo"),
     "impala": Trainer("seedpool.trainers.impala:IMPALATrainConfig", "seedpool.trainers.impala:impala_defaults",
-                      "seedpool.trainers.impala:train_impala"),
+                      "seedpool.trainers.impala:train_impala", "seedpool.trainers.impala:upgrade_config"),
 }
 
 EXIT_BAD_INPUT = 2
@@ -83,6 +84,8 @@ def train_config(algo: str, argv: list[str]) -> Any:
         if run_algo != algo:
             raise UsageError(f"{resume} is a '{run_algo}' run: resume it with "
                              f"`seedpool train {run_algo} --resume {resume}`")
+        if entry.upgrade is not None:
+            data = _load(entry.upgrade)(data)
         default = config_from_dict(cls, {**data, "resume": resume})
         env = _option(argv, "--env")
         if env is not None and env != default.env:

@@ -50,7 +50,7 @@ def test_loss_is_finite_on_policy_and_ignores_invalid_steps():
 def test_updates_raise_the_probability_of_rewarded_actions_and_count_versions():
     torch.manual_seed(1)
     model = MLPActorCritic(3, 2, continuous=False)
-    learner = ImpalaLearner(model, ImpalaConfig(lr=1e-2, anneal_lr=False, entropy_coef=0.0))
+    learner = ImpalaLearner(model, ImpalaConfig(learning_rate=1e-2, anneal_lr=False, ent_coef=0.0))
     obs = torch.zeros(1, 3)
 
     def p_action1():
@@ -145,7 +145,7 @@ def test_serial_twin_is_deterministic(tmp_path):
     params = []
     for k in range(2):
         cfg = small_cfg(tmp_path / str(k), total_timesteps=3_000, backend="serial")
-        cfg.seed_rl = dataclasses.replace(cfg.seed_rl, serial=True)
+        cfg.acting = dataclasses.replace(cfg.acting, serial=True)
         result = trainer.train_impala(cfg)
         params.append(load_checkpoint(result.run_dir / CHECKPOINT_FILE, "impala")["model"])
     assert params[0].keys() == params[1].keys()
@@ -171,7 +171,7 @@ def test_a_killed_env_worker_is_restarted_and_training_goes_on(tmp_path, monkeyp
     killer = threading.Thread(target=kill_a_worker_soon, daemon=True)
     killer.start()
     cfg = small_cfg(tmp_path, total_timesteps=25_000, backend="process")
-    cfg.seed_rl = dataclasses.replace(cfg.seed_rl, num_workers=2)
+    cfg.acting = dataclasses.replace(cfg.acting, num_workers=2)
     result = trainer.train_impala(cfg)
     killer.join(5)
     assert result.step >= 25_000
@@ -204,7 +204,7 @@ def test_a_nan_loss_stops_acting_and_keeps_the_last_good_checkpoint(tmp_path, mo
 
 def test_pool_source_reports_whole_atari_games_not_lives():
     """With episodic_life, a life lost ends an engine episode; the run's returns are games."""
-    from seedpool.actors.seed import EpisodeLog, PoolSource
+    from seedpool.actors.actor_loop import EpisodeLog, PoolSource
 
     class ScriptedPool:  # the async pool API PoolSource reads, replaying Atari-like infos
         is_async, num_envs, batch_size, worker_restarts = True, 2, 1, 0

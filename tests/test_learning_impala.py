@@ -26,7 +26,7 @@ def test_cartpole_reaches_475_with_the_serial_twin(tmp_path):
     # The same server, buffers, queue and learner in one thread: deterministic for a seed,
     # so this threshold cannot flake (about 100k steps, 15-25 s here).
     cfg = _cfg(tmp_path, total_timesteps=250_000, backend="serial", stop_at_return=475.0)
-    cfg.seed_rl = dataclasses.replace(cfg.seed_rl, serial=True)
+    cfg.acting = dataclasses.replace(cfg.acting, serial=True)
     result = train_impala(cfg)
     assert result.final_return >= 475, f"mean of the last 20 episodes {result.final_return:.1f}"
     assert result.step < 250_000

@@ -8,17 +8,9 @@ it is really over (or truncated), as EnvPool-based trainers do.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-
-class Episode(NamedTuple):
-    """A finished episode: the env step counter when it ended, its return and length."""
-
-    step: int
-    ret: float
-    length: int
+from seedpool.records import Episode
 
 
 class EpisodeTracker:

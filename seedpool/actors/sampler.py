@@ -14,52 +14,16 @@ ignored. That reset step is stored with ``valid=False`` so losses skip it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+
 import gymnasium as gym
 import numpy as np
 import torch
 
-from seedpool.actors.episodes import Episode, EpisodeTracker
-from seedpool.experiment.timing import PhaseTimer
+from seedpool.actors.actions import env_actions
+from seedpool.actors.episodes import EpisodeTracker
+from seedpool.timing import PhaseTimer
 from seedpool.models.base import ActorCritic
-
-
-@dataclass
-class Rollout:
-    """Preallocated rollout buffers with leading dims ``[T, B]`` (values: ``[T + 1, B]``)."""
-
-    obs: torch.Tensor
-    actions: torch.Tensor
-    logprobs: torch.Tensor
-    values: torch.Tensor
-    rewards: torch.Tensor
-    terminated: torch.Tensor
-    truncated: torch.Tensor
-    valid: torch.Tensor
-    """False on the reset step that follows an episode end (its action was ignored)."""
-
-    @classmethod
-    def allocate(cls, T: int, B: int, obs_space: gym.Space, action_space: gym.Space, device: str) -> Rollout:
-        """Zeroed buffers for T steps of B envs."""
-        obs_dtype = torch.uint8 if obs_space.dtype == np.uint8 else torch.float32
-        if isinstance(action_space, gym.spaces.Discrete):
-            act_shape, act_dtype = (), torch.int64
-        else:
-            act_shape, act_dtype = tuple(action_space.shape), torch.float32
-
-        def z(shape, dtype=torch.float32):
-            return torch.zeros(shape, dtype=dtype, device=device)
-
-        return cls(
-            obs=z((T, B, *obs_space.shape), obs_dtype),
-            actions=z((T, B, *act_shape), act_dtype),
-            logprobs=z((T, B)),
-            values=z((T + 1, B)),
-            rewards=z((T, B)),
-            terminated=z((T, B), torch.bool),
-            truncated=z((T, B), torch.bool),
-            valid=z((T, B), torch.bool),
-        )
+from seedpool.records import Episode, Rollout
 
 
 class _HostViews:
@@ -77,12 +41,8 @@ class _HostViews:
 
 
 def _to_env(action: torch.Tensor, space: gym.Space) -> np.ndarray:
-    """Policy actions as the env takes them: ints, or floats clipped to the Box bounds."""
-    a = action.cpu().numpy()
-    if isinstance(space, gym.spaces.Box):
-        # The Gaussian is unbounded; the stored (unclipped) action keeps log-probs exact.
-        a = np.clip(a, space.low, space.high)
-    return a
+    """Policy actions as the env takes them (Box actions clipped; the rollout keeps them unclipped)."""
+    return env_actions(action.cpu().numpy(), space)
 
 
 def _compact(actions: np.ndarray, space: gym.Space) -> np.ndarray:

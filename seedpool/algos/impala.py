@@ -1,8 +1,17 @@
-"""IMPALA's learner: policy gradient with V-trace advantages, a baseline loss and entropy.
+"""IMPALA's learner: V-trace targets for off-policy unrolls, a baseline loss and entropy.
 
-The learner consumes batches of time-major unrolls (`seedpool.inference.Unrolls`) and
-keeps a version number that increases with every update, so the inference server can tag
-each sample with the parameters that chose it and the learner can log the policy lag.
+Two policy objectives share the V-trace value targets:
+
+- **IMPALA** (``clip_coef=None``): the paper's policy gradient,
+  ``-rho_t * (r_t + gamma v_{t+1} - V(x_t)) * log pi(a_t|x_t)`` with truncated ``rho_t``.
+- **APPO** (``clip_coef`` set): PPO's clipped surrogate on the behaviour-policy ratio
+  ``pi / mu``, with the advantage ``r_t + gamma v_{t+1} - V(x_t)`` (V-trace's ``v``, no rho:
+  the ratio does the importance weighting), as Sample Factory's APPO does. Targets are
+  computed once per batch, so several epochs and minibatches can reuse a batch safely.
+
+The learner consumes batches of time-major unrolls (`seedpool.records.Unrolls`) and keeps
+a version number that increases with every update, so the inference server can tag each
+sample with the parameters that chose it and the learner can log the policy lag.
 """
 
 from __future__ import annotations
@@ -14,50 +23,52 @@ import numpy as np
 import torch
 from torch import nn
 
+from seedpool.algos.learner import NonFiniteLossError, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
-from seedpool.inference.server import ActOutput
-from seedpool.inference.unrolls import Unrolls
 from seedpool.models.base import ActorCritic
+from seedpool.records import ActOutput, Unrolls
 
-
-class NonFiniteLossError(FloatingPointError):
-    """The loss or the gradient went NaN/inf; the parameters were left untouched."""
+Batch = dict[str, torch.Tensor]
 
 
 @dataclass
 class ImpalaConfig:
-    """IMPALA learner settings."""
+    """IMPALA / APPO learner settings (names as in CleanRL and Stable-Baselines3)."""
 
     unroll_length: int = 20
     """T: steps per unroll sent from the inference server to the learner."""
-    batch_size: int = 32
-    """Unrolls per learner update (the update sees T x batch_size steps)."""
+    unrolls_per_batch: int = 32
+    """Unrolls per learner update (the update sees T x unrolls_per_batch steps)."""
     gamma: float = 0.99
     """Discount factor."""
-    lr: float = 6e-4
-    """Learning rate."""
+    learning_rate: float = 6e-4
+    """Learning rate at the start of training."""
     anneal_lr: bool = True
     """Decay the learning rate linearly to 0 over the run's total steps."""
     optimizer: Literal["adam", "rmsprop"] = "adam"
-    """Adam, or RMSprop as in the IMPALA paper (alpha 0.99, eps 0.01)."""
-    entropy_coef: float = 0.01
+    """Adam (eps 1e-5), or RMSprop as in the IMPALA paper (alpha 0.99, eps 0.01)."""
+    ent_coef: float = 0.01
     """Weight of the entropy bonus."""
-    value_coef: float = 0.5
-    """Weight of the baseline (value) loss."""
+    vf_coef: float = 0.5
+    """Weight of the baseline loss (which is 0.5 x the squared error to the V-trace target)."""
     max_grad_norm: float = 40.0
     """Clip the global gradient norm to this value."""
     clip_rho: float = 1.0
     """rho-bar: truncation of the importance weights in the value targets."""
     clip_pg_rho: float = 1.0
-    """Truncation of the importance weights in the policy-gradient advantages."""
+    """Truncation of the importance weights in IMPALA's policy-gradient advantages."""
     clip_c: float = 1.0
     """c-bar: truncation of the trace-cutting weights."""
     vtrace_lambda: float = 1.0
     """lambda of V-trace (1.0 in the paper)."""
-    clip_rewards: bool = False
-    """Clip rewards to [-1, 1] in the loss (the usual choice for Atari)."""
     norm_adv: bool = False
-    """Normalise the policy-gradient advantages over each batch (not in the paper; steadies small tasks)."""
+    """Normalise the policy-gradient advantages over each minibatch."""
+    clip_coef: float | None = None
+    """PPO clip range on the ratio pi/mu (APPO); None: IMPALA's plain policy gradient."""
+    update_epochs: int = 1
+    """Passes over each batch of unrolls."""
+    num_minibatches: int = 1
+    """Minibatches per pass; the batch's unrolls are split between them."""
 
 
 def policy_act(model: ActorCritic, obs: torch.Tensor, state, first: torch.Tensor) -> ActOutput:
@@ -69,63 +80,107 @@ def policy_act(model: ActorCritic, obs: torch.Tensor, state, first: torch.Tensor
 def make_optimizer(model: nn.Module, cfg: ImpalaConfig) -> torch.optim.Optimizer:
     """The optimizer `cfg.optimizer` names."""
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=cfg.lr, eps=1e-5)
+        return torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     if cfg.optimizer == "rmsprop":
-        return torch.optim.RMSprop(model.parameters(), lr=cfg.lr, alpha=0.99, eps=0.01)
+        return torch.optim.RMSprop(model.parameters(), lr=cfg.learning_rate, alpha=0.99, eps=0.01)
     raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {cfg.optimizer!r}")
 
 
-def unrolls_to_tensors(u: Unrolls, device: torch.device) -> dict[str, torch.Tensor]:
+def unrolls_to_tensors(u: Unrolls, device: torch.device) -> Batch:
     """Move a batch of unrolls to the learner's device, as [T(+1), B] tensors."""
-    out = {name: torch.from_numpy(np.ascontiguousarray(getattr(u, name))).to(device)
-           for name in ("obs", "actions", "logp", "rewards", "terminated", "valid")}
-    return out
+    return {name: torch.from_numpy(np.ascontiguousarray(getattr(u, name))).to(device)
+            for name in ("obs", "actions", "logp", "rewards", "terminated", "valid")}
 
 
-def impala_loss(model: ActorCritic, batch: dict[str, torch.Tensor],
-                cfg: ImpalaConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Total loss and its parts for one batch of unrolls (means over valid steps)."""
+def _evaluate(model: ActorCritic, batch: Batch, bootstrap: bool):
+    """(target log-probs [T, B], entropies [T, B], values [T(+1), B]) under the current model."""
     obs, actions = batch["obs"], batch["actions"]
     T, B = actions.shape[:2]
-    params, values = model(obs.flatten(0, 1))  # T+1 observations: the last one bootstraps
-    values = values.view(T + 1, B)
+    steps = T + 1 if bootstrap else T
+    params, values = model(obs[:steps].flatten(0, 1))
     params_t = params[: T * B] if isinstance(params, torch.Tensor) else tuple(p[: T * B] for p in params)
-    target_logp = model.head.log_prob(params_t, actions.flatten(0, 1)).view(T, B)
+    logp = model.head.log_prob(params_t, actions.flatten(0, 1)).view(T, B)
     entropy = model.head.entropy(params_t).view(T, B)
+    return logp, entropy, values.view(steps, B)
 
-    rewards = batch["rewards"].float()
-    if cfg.clip_rewards:
-        rewards = rewards.clamp(-1.0, 1.0)
-    mask = batch["valid"].float()
+
+def _vtrace(batch: Batch, target_logp: torch.Tensor, values: torch.Tensor, cfg: ImpalaConfig):
+    """V-trace on a batch, given the current model's log-probs and values [T + 1, B]."""
+    T = batch["actions"].shape[0]
     discounts = cfg.gamma * (1.0 - batch["terminated"].float())
-    vt = vtrace(batch["logp"].float(), target_logp.detach(), rewards, values[:T].detach(),
-                values[T].detach(), discounts, clip_rho=cfg.clip_rho, clip_pg_rho=cfg.clip_pg_rho,
-                clip_c=cfg.clip_c, lambda_=cfg.vtrace_lambda, mask=mask)
-    n = mask.sum().clamp(min=1.0)
-    adv = vt.pg_advantages
-    if cfg.norm_adv:
-        mean = (adv * mask).sum() / n
-        std = (((adv - mean) * mask).pow(2).sum() / n).sqrt()
-        adv = (adv - mean) / (std + 1e-8)
-    pg_loss = -(adv * target_logp * mask).sum() / n
-    value_loss = 0.5 * ((vt.vs - values[:T]).pow(2) * mask).sum() / n
-    entropy_mean = (entropy * mask).sum() / n
-    loss = pg_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy_mean
-    ratio = (target_logp.detach() - batch["logp"]).exp()
+    return vtrace(batch["logp"].float(), target_logp.detach(), batch["rewards"].float(),
+                  values[:T].detach(), values[T].detach(), discounts, clip_rho=cfg.clip_rho,
+                  clip_pg_rho=cfg.clip_pg_rho, clip_c=cfg.clip_c, lambda_=cfg.vtrace_lambda,
+                  mask=batch["valid"].float()), discounts
+
+
+def _normalized(adv: torch.Tensor, mask: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    mean = (adv * mask).sum() / n
+    std = (((adv - mean) * mask).pow(2).sum() / n).sqrt()
+    return (adv - mean) / (std + 1e-8)
+
+
+def _parts(pg_loss, value_loss, entropy_mean, ratio, vs, mask, n, cfg: ImpalaConfig):
+    loss = pg_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy_mean
     return loss, {
         "losses/policy_loss": pg_loss.detach(),
         "losses/value_loss": value_loss.detach(),
         "losses/entropy": entropy_mean.detach(),
         "losses/importance_ratio": (ratio * mask).sum() / n,
-        "losses/vtrace_target_mean": (vt.vs * mask).sum() / n,
+        "losses/vtrace_target_mean": (vs * mask).sum() / n,
     }
 
 
+def impala_loss(model: ActorCritic, batch: Batch, cfg: ImpalaConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """IMPALA's total loss and its parts for one batch of unrolls (means over valid steps)."""
+    T = batch["actions"].shape[0]
+    target_logp, entropy, values = _evaluate(model, batch, bootstrap=True)
+    vt, _ = _vtrace(batch, target_logp, values, cfg)
+    mask = batch["valid"].float()
+    n = mask.sum().clamp(min=1.0)
+    adv = _normalized(vt.pg_advantages, mask, n) if cfg.norm_adv else vt.pg_advantages
+    pg_loss = -(adv * target_logp * mask).sum() / n
+    value_loss = 0.5 * ((vt.vs - values[:T]).pow(2) * mask).sum() / n
+    ratio = (target_logp.detach() - batch["logp"]).exp()
+    return _parts(pg_loss, value_loss, (entropy * mask).sum() / n, ratio, vt.vs, mask, n, cfg)
+
+
+@torch.no_grad()
+def appo_targets(model: ActorCritic, batch: Batch, cfg: ImpalaConfig) -> dict[str, torch.Tensor]:
+    """V-trace value targets ``vs`` and advantages ``r + gamma v_{t+1} - V(x_t)`` [T, B],
+    computed once with the parameters the update starts from."""
+    T = batch["actions"].shape[0]
+    target_logp, _, values = _evaluate(model, batch, bootstrap=True)
+    vt, discounts = _vtrace(batch, target_logp, values, cfg)
+    next_vs = torch.cat([vt.vs[1:], values[T:]], dim=0)
+    adv = (batch["rewards"].float() + discounts * next_vs - values[:T]) * batch["valid"].float()
+    return {"vs": vt.vs, "adv": adv}
+
+
+def appo_loss(model: ActorCritic, batch: Batch, targets: dict[str, torch.Tensor],
+              cfg: ImpalaConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's clipped objective on V-trace targets for one (mini)batch of unrolls."""
+    logp, entropy, values = _evaluate(model, batch, bootstrap=False)
+    mask = batch["valid"].float()
+    n = mask.sum().clamp(min=1.0)
+    adv = _normalized(targets["adv"], mask, n) if cfg.norm_adv else targets["adv"]
+    ratio = (logp - batch["logp"].float()).exp()
+    clipped = ratio.clamp(1.0 - cfg.clip_coef, 1.0 + cfg.clip_coef)
+    pg_loss = -(torch.min(adv * ratio, adv * clipped) * mask).sum() / n
+    value_loss = 0.5 * ((targets["vs"] - values).pow(2) * mask).sum() / n
+    return _parts(pg_loss, value_loss, (entropy * mask).sum() / n, ratio.detach(), targets["vs"], mask, n, cfg)
+
+
 class ImpalaLearner:
-    """Owns the model and optimizer; `update` takes one batch of unrolls, bumps the version."""
+    """Owns the model and optimizer; `update` learns from one batch of unrolls, bumps the version."""
 
     def __init__(self, model: ActorCritic, cfg: ImpalaConfig, device: str | torch.device = "cpu",
                  total_steps: int | None = None) -> None:
+        if cfg.num_minibatches < 1 or cfg.update_epochs < 1:
+            raise ValueError("update_epochs and num_minibatches must be >= 1")
+        if cfg.num_minibatches > cfg.unrolls_per_batch:
+            raise ValueError(f"num_minibatches={cfg.num_minibatches} exceeds unrolls_per_batch="
+                             f"{cfg.unrolls_per_batch}: a minibatch needs at least one unroll")
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.cfg = cfg
@@ -134,12 +189,46 @@ class ImpalaLearner:
         self.version = 0
         self.steps_trained = 0
 
+    @property
+    def progress(self) -> float:
+        """Fraction of the run's env steps trained on so far (drives the learning-rate schedule)."""
+        return self.steps_trained / self.total_steps if self.total_steps else 0.0
+
     def update(self, unrolls: Unrolls) -> dict[str, float]:
-        """One gradient step; raises NonFiniteLossError (parameters untouched) on NaN/inf."""
-        self._set_lr()
+        """One update (epochs x minibatches of gradient steps); raises NonFiniteLossError
+        with the parameters of the failing gradient step untouched."""
+        lr = linear_decay(self.cfg.learning_rate, self.progress, self.cfg.anneal_lr)
+        set_learning_rate(self.optimizer, lr)
         batch = unrolls_to_tensors(unrolls, self.device)
         self.model.train()
-        loss, parts = impala_loss(self.model, batch, self.cfg)
+        targets = None if self.cfg.clip_coef is None else appo_targets(self.model, batch, self.cfg)
+        B = batch["actions"].shape[1]
+        for _ in range(self.cfg.update_epochs):
+            order = torch.randperm(B) if self.cfg.num_minibatches > 1 else torch.arange(B)
+            for idx in order.chunk(self.cfg.num_minibatches):
+                loss, parts, grad_norm = self._step(batch, targets, idx)
+        lag = self.version - unrolls.versions
+        self.version += 1
+        self.steps_trained += unrolls.actions.shape[0] * unrolls.actions.shape[1]
+        metrics = {k: float(v) for k, v in parts.items()}
+        metrics.update({
+            "losses/loss": float(loss.detach()),
+            "losses/grad_norm": float(grad_norm),
+            "charts/learning_rate": lr,
+            "charts/policy_lag_mean": float(lag.mean()),
+            "charts/policy_lag_max": float(lag.max()),
+        })
+        return metrics
+
+    def _step(self, batch: Batch, targets: dict | None, idx: torch.Tensor):
+        """One gradient step on the unrolls (columns) ``idx``."""
+        whole = len(idx) == batch["actions"].shape[1]
+        mb = batch if whole else {k: v[:, idx] for k, v in batch.items()}
+        if targets is None:
+            loss, parts = impala_loss(self.model, mb, self.cfg)
+        else:
+            mb_targets = targets if whole else {k: v[:, idx] for k, v in targets.items()}
+            loss, parts = appo_loss(self.model, mb, mb_targets, self.cfg)
         if not torch.isfinite(loss):
             raise NonFiniteLossError(f"IMPALA loss is {loss.item()} at learner version {self.version}: "
                                      f"{ {k: float(v) for k, v in parts.items()} }")
@@ -150,24 +239,7 @@ class ImpalaLearner:
             self.optimizer.zero_grad(set_to_none=True)
             raise NonFiniteLossError(f"gradient norm is {grad_norm.item()} at learner version {self.version}")
         self.optimizer.step()
-        lag = self.version - unrolls.versions
-        self.version += 1
-        self.steps_trained += unrolls.actions.shape[0] * unrolls.actions.shape[1]
-        metrics = {k: float(v) for k, v in parts.items()}
-        metrics.update({
-            "losses/loss": float(loss.detach()),
-            "losses/grad_norm": float(grad_norm),
-            "charts/learning_rate": self.optimizer.param_groups[0]["lr"],
-            "charts/policy_lag_mean": float(lag.mean()),
-            "charts/policy_lag_max": float(lag.max()),
-        })
-        return metrics
-
-    def _set_lr(self) -> None:
-        if self.cfg.anneal_lr and self.total_steps:
-            frac = max(0.0, 1.0 - self.steps_trained / self.total_steps)
-            for group in self.optimizer.param_groups:
-                group["lr"] = self.cfg.lr * frac
+        return loss, parts, grad_norm
 
     def state_dict(self) -> dict:
         """Model, optimizer and counters, for checkpoints."""

@@ -1,8 +1,9 @@
 """Proximal Policy Optimisation (clipped objective); A2C is its one-epoch unclipped case.
 
-The update is algorithm state-free: ``ppo_update(policy, optimizer, batch, cfg)`` runs the
-epochs and minibatches and returns averaged statistics. Learning-rate and clip annealing
-are applied by the caller through :func:`annealed`.
+``ppo_update(policy, optimizer, batch, cfg)`` runs the epochs and minibatches of one
+update and returns averaged statistics; :class:`PPOLearner` is PPO behind the common
+`Learner` face (seedpool.algos.learner): it owns the optimizer, anneals the learning rate
+and clip range with its own progress, and refuses to go on from a non-finite update.
 """
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from seedpool.algos.learner import check_finite, linear_decay, set_learning_rate
 from seedpool.algos.ppo_numpy import numpy_step_fn
 from seedpool.algos.returns import gae
 from seedpool.models.base import ActorCritic
-from seedpool.models.flat import clip_grad_norm, zero_grads
+from seedpool.models.flat import clip_grad_norm, flatten_parameters, zero_grads
+from seedpool.records import Rollout
 
 
 @dataclass
@@ -68,13 +71,6 @@ def a2c_config(base: PPOConfig) -> PPOConfig:
     )
 
 
-def annealed(initial: float, progress: float, enabled: bool) -> float:
-    """Linear decay from ``initial`` at progress 0 to 0 at progress 1 (no-op when disabled)."""
-    if not enabled:
-        return initial
-    return initial * max(0.0, 1.0 - progress)
-
-
 @dataclass
 class PPOBatch:
     """Flat ``[N, ...]`` training data: only valid steps, with advantages and returns."""
@@ -97,7 +93,7 @@ class PPOBatch:
 def make_batch(rollout, gamma: float, gae_lambda: float, reward_scale: float = 1.0) -> PPOBatch:
     """GAE over a time-major rollout, then drop masked steps and flatten ``[T, B] -> [N]``.
 
-    ``rollout`` is an :class:`seedpool.actors.sampler.Rollout` (any object with its fields).
+    ``rollout`` is a :class:`seedpool.records.Rollout` (any object with its fields).
     """
     rewards = rollout.rewards if reward_scale == 1.0 else rollout.rewards * reward_scale
     advantages = gae(
@@ -215,3 +211,51 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     """1 - Var[target - predicted] / Var[target]; NaN when the target is constant."""
     var = target.var()
     return float("nan") if float(var) == 0.0 else float(1.0 - (target - predicted).var() / var)
+
+
+class PPOLearner:
+    """PPO as a `Learner`: ``update(rollout)`` is one PPO update (all epochs and minibatches)."""
+
+    def __init__(self, model: ActorCritic, cfg: PPOConfig, total_steps: int) -> None:
+        self.model = model
+        self.cfg = cfg
+        self.total_steps = total_steps
+        # One flat tensor holds every parameter: fused Adam and clipping touch one buffer.
+        self.params = flatten_parameters(model)
+        self.optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
+        self.version = 0
+        self.steps_trained = 0
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the run's env steps trained on so far (drives the schedules)."""
+        return self.steps_trained / self.total_steps if self.total_steps else 0.0
+
+    def update(self, rollout: Rollout) -> dict[str, float]:
+        """One PPO update; raises NonFiniteLossError (before any checkpoint) on NaN/inf."""
+        cfg = self.cfg
+        lr = linear_decay(cfg.learning_rate, self.progress, cfg.anneal_lr)
+        set_learning_rate(self.optimizer, lr)
+        clip = None if cfg.clip_coef is None else linear_decay(cfg.clip_coef, self.progress, cfg.anneal_clip)
+        batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
+        stats = ppo_update(self.model, self.optimizer, batch, cfg, clip)
+        for name in ("policy_loss", "value_loss"):
+            check_finite(f"PPO {name}", torch.tensor(stats[name]), self.version)
+        check_finite("a parameter after the PPO update", self.params, self.version)
+        self.version += 1
+        self.steps_trained += rollout.num_steps
+        scalars = {f"losses/{k}": v for k, v in stats.items()}
+        scalars["charts/learning_rate"] = lr
+        return scalars
+
+    def state_dict(self) -> dict:
+        """Model, optimizer and counters."""
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "version": self.version, "steps_trained": self.steps_trained}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])
+        self.steps_trained = int(state["steps_trained"])

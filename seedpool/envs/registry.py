@@ -73,3 +73,9 @@ def registered_ids() -> list[str]:
 def family_factory(family: Family) -> Callable[..., Any]:
     """The factory function of a family."""
     return _load(family.factory)
+
+
+def is_atari(task_id: str) -> bool:
+    """Ids that seedpool builds as Atari (Pong-v5, ...) or gymnasium's ALE/ ids."""
+    family = find(task_id)
+    return task_id.startswith("ALE/") or (family is not None and family.name == "atari")

@@ -90,3 +90,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
 def _tuples(x: Any) -> Any:
     """Python's random state must be nested tuples; serialisation may hand back lists."""
     return tuple(_tuples(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+def resume_env_seed(seed: int, checkpoint: dict[str, Any]) -> int:
+    """A fresh env seed for a resumed run whose envs cannot be replayed: derived from the run's
+    seed and the step it stopped at, so a resumed segment never repeats the episodes of an earlier one."""
+    return seed + 1_000_003 * (1 + int(checkpoint["counters"]["step"]))

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seedpool.actors.actions import env_actions
 from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.config import config_from_dict
 from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
@@ -81,10 +82,7 @@ def evaluate_run(run_dir: Path, episodes: int = 10, seed: int = 10_000, determin
         while quota.sum() > 0:
             with torch.no_grad():
                 action, _, _ = policy.act(torch.as_tensor(obs, device=device), deterministic)
-            action = action.cpu().numpy()
-            if action.dtype.kind == "f":
-                action = np.clip(action, pool.single_action_space.low, pool.single_action_space.high)
-            obs, _, term, trunc, info = pool.step(action)
+            obs, _, term, trunc, info = pool.step(env_actions(action.cpu().numpy(), pool.single_action_space))
             for i in np.flatnonzero((term | trunc) & (quota > 0)):
                 quota[i] -= 1
                 returns.append(float(info["episode_return"][i]))
@@ -114,7 +112,7 @@ def record_video(run_dir: Path, out: Path, seed: int = 10_000, deterministic: bo
         with torch.no_grad():
             action, _, _ = policy.act(torch.as_tensor(obs).unsqueeze(0), deterministic)
         a = action[0].numpy()
-        a = int(a) if a.ndim == 0 else np.clip(a, env.action_space.low, env.action_space.high)
+        a = int(a) if a.ndim == 0 else env_actions(a, env.action_space)
         obs, _, term, trunc, _ = env.step(a)
         frames.append(env.render())
         if term or trunc:

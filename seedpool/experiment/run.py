@@ -31,7 +31,7 @@ from seedpool.experiment.checkpoint import save_checkpoint
 from seedpool.experiment.config import RunConfig, config_to_dict, write_json
 from seedpool.experiment.metrics import MetricsWriter
 from seedpool.experiment.progress import ProgressDisplay
-from seedpool.experiment.timing import PhaseTimer
+from seedpool.timing import PhaseTimer
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_FILE = "checkpoint.pt"

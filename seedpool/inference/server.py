@@ -11,25 +11,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 import torch
 
 from seedpool.inference.batcher import DynamicBatcher, Reply, Request
 from seedpool.inference.stats import InferenceStats
-from seedpool.inference.unrolls import TrajectoryBuffers, Unrolls
-
-State = dict[str, torch.Tensor] | None
-
-
-class ActOutput(NamedTuple):
-    """What a policy returns for a batch of observations."""
-
-    actions: torch.Tensor
-    logp: torch.Tensor
-    state: State = None
-
+from seedpool.inference.unrolls import TrajectoryBuffers
+from seedpool.records import ActOutput, State, Unrolls
 
 ActFn = Callable[[torch.nn.Module, torch.Tensor, State, torch.Tensor], ActOutput]
 """act(model, obs, state, first) -> ActOutput; `first` marks rows that open an episode."""

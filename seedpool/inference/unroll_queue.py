@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import threading
 
-from seedpool.inference.unrolls import Unrolls, concat_unrolls, take_unrolls
+from seedpool.records import Unrolls, concat_unrolls, take_unrolls
 
 
 class QueueClosed(Exception):

@@ -9,62 +9,9 @@ observation is the final one, its action is ignored) is kept but marked `valid=F
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
 import numpy as np
 
-
-@dataclass
-class Unrolls:
-    """A batch of n unrolls, time-major. Step t is (obs[t], actions[t]) -> rewards[t]."""
-
-    obs: np.ndarray
-    """[T + 1, n, *obs_shape]; obs[T] is the bootstrap observation."""
-    actions: np.ndarray
-    """[T, n, *action_shape]."""
-    logp: np.ndarray
-    """Behaviour policy log-probability of each action, float32 [T, n]."""
-    rewards: np.ndarray
-    """float32 [T, n]."""
-    terminated: np.ndarray
-    """bool [T, n]: the episode ended at this step (no bootstrap)."""
-    truncated: np.ndarray
-    """bool [T, n]: the episode was cut at this step (bootstrap from obs[t + 1])."""
-    valid: np.ndarray
-    """bool [T, n]: False for an autoreset step (its obs is a final observation)."""
-    first: np.ndarray
-    """bool [T, n]: obs[t] opens an episode (recurrent state was reset here)."""
-    versions: np.ndarray
-    """Policy version that chose each action, int64 [T, n]."""
-    slots: np.ndarray
-    """Global env slot of each unroll, int64 [n]."""
-
-    @property
-    def num_steps(self) -> int:
-        """T."""
-        return self.actions.shape[0]
-
-    def __len__(self) -> int:
-        return self.slots.shape[0]
-
-
-def concat_unrolls(parts: list[Unrolls]) -> Unrolls:
-    """Join unroll batches along the batch axis (axis 1 for [T, n] arrays, 0 for slots)."""
-    if not parts:
-        raise ValueError("concat_unrolls needs at least one Unrolls")
-    joined = {}
-    for f in fields(Unrolls):
-        axis = 0 if f.name == "slots" else 1
-        joined[f.name] = np.concatenate([getattr(p, f.name) for p in parts], axis=axis)
-    return Unrolls(**joined)
-
-
-def take_unrolls(u: Unrolls, index: slice | np.ndarray) -> Unrolls:
-    """Select unrolls along the batch axis."""
-    return Unrolls(**{
-        f.name: getattr(u, f.name)[index] if f.name == "slots" else getattr(u, f.name)[:, index]
-        for f in fields(Unrolls)
-    })
+from seedpool.records import Unrolls
 
 
 class TrajectoryBuffers:

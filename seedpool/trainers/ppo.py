@@ -1,20 +1,20 @@
-"""`train_ppo`: the engine's envs -> sampler -> PPO update -> metrics and checkpoints."""
+"""`train_ppo`: the engine's envs -> sync sampler -> PPOLearner, driven by `run_sync`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
-import torch
-
 import seedpool
 from seedpool.actors.sampler import make_sampler
-from seedpool.algos.ppo import PPOConfig, annealed, make_batch, ppo_update
+from seedpool.algos.ppo import PPOConfig, PPOLearner
+from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state,
     setup_torch,
 )
+from seedpool.experiment.checkpoint import resume_env_seed
 from seedpool.models import ModelConfig, make_policy
-from seedpool.models.flat import flatten_parameters
+from seedpool.runners.sync import run_sync
 
 OptionValue = Union[bool, int, float, str]
 
@@ -47,52 +47,32 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
                              **cfg.env_options)
     try:
         policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
-        optimizer = torch.optim.Adam([flatten_parameters(policy)], lr=cfg.ppo.learning_rate,
-                                     eps=cfg.ppo.adam_eps, fused=True)
+        learner = PPOLearner(policy, cfg.ppo, cfg.total_timesteps)
         with Run.open(cfg, "ppo", cfg, ckpt) as run:
             sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
                                    cfg.replay_limit)
             run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device}")
             if ckpt is not None:
-                _restore(ckpt, policy, optimizer, sampler)
-            while not run.done(cfg.total_timesteps):
-                progress = run.step / cfg.total_timesteps
-                rollout, episodes = sampler.collect()
-                run.record_episodes(episodes)
-                with run.timer.phase("learn"):
-                    stats = _learn(policy, optimizer, rollout, cfg.ppo, progress)
-                run.end_update(sampler.env_steps, stats)
-                if run.checkpoint_due():
-                    run.save_checkpoint(_state(policy, optimizer, sampler))
-            run.save_checkpoint(_state(policy, optimizer, sampler))
+                _restore(ckpt, learner, sampler)
+            run_sync(run, sampler, learner, cfg.total_timesteps, lambda: _state(learner, sampler))
     finally:
         pool.close()
     return finish_run(run, cfg.env, "ppo")
 
 
-def _learn(policy, optimizer, rollout, cfg: PPOConfig, progress: float) -> dict[str, float]:
-    """One PPO update on a rollout with annealed learning rate and clip range."""
-    lr = annealed(cfg.learning_rate, progress, cfg.anneal_lr)
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    clip = None if cfg.clip_coef is None else annealed(cfg.clip_coef, progress, cfg.anneal_clip)
-    batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
-    stats = ppo_update(policy, optimizer, batch, cfg, clip)
-    scalars = {f"losses/{k}": v for k, v in stats.items()}
-    scalars["charts/learning_rate"] = lr
-    return scalars
-
-
-def _state(policy, optimizer, sampler) -> dict:
+def _state(learner: PPOLearner, sampler) -> dict:
     """Everything a resumed run needs besides the run's counters."""
-    return {"model": policy.state_dict(), "optimizer": optimizer.state_dict(), "rng": rng_state(),
-            "sampler": sampler.state_dict()}
+    state = learner.state_dict()
+    return {"model": state.pop("model"), "optimizer": state.pop("optimizer"), "learner": state,
+            "rng": rng_state(), "sampler": sampler.state_dict()}
 
 
-def _restore(ckpt: dict, policy, optimizer, sampler) -> None:
+def _restore(ckpt: dict, learner: PPOLearner, sampler) -> None:
     """Load a checkpoint into freshly built objects, then rebuild the envs' state."""
-    policy.load_state_dict(ckpt["model"])
-    optimizer.load_state_dict(ckpt["optimizer"])
+    # Checkpoints from before the learner kept its own counters: it had trained on every step.
+    counters = ckpt.get("learner") or {"version": ckpt["counters"]["updates"],
+                                       "steps_trained": ckpt["counters"]["step"]}
+    learner.load_state_dict({"model": ckpt["model"], "optimizer": ckpt["optimizer"], **counters})
     sampler.load_state_dict(ckpt["sampler"])
     set_rng_state(ckpt["rng"])  # last: building and replaying must not shift the generators
 
@@ -110,12 +90,12 @@ def _env_seed(cfg: PPOTrainConfig, ckpt: dict | None, sampler_kind: str) -> int:
     """The pool's seed: the run's seed, or a fresh one when a resume cannot replay the envs."""
     if ckpt is None or (sampler_kind == "sync" and ckpt["sampler"].get("actions") is not None):
         return cfg.seed
-    return cfg.seed + 1_000_003 * (1 + int(ckpt["counters"]["step"]))
+    return resume_env_seed(cfg.seed, ckpt)
 
 
 def ppo_defaults(env_id: str) -> PPOTrainConfig:
     """Well-known settings per task family: rl-zoo3's tuned CartPole, the PPO paper's Atari."""
-    if _is_atari(env_id):
+    if is_atari(env_id):
         ppo = PPOConfig(num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
                         clip_coef=0.1, clip_vloss=True, ent_coef=0.01, vf_coef=0.25,
                         gamma=0.99, gae_lambda=0.95)
@@ -135,11 +115,3 @@ def ppo_defaults(env_id: str) -> PPOTrainConfig:
     ppo = PPOConfig(num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
                     ent_coef=0.01, gamma=0.99, gae_lambda=0.95)
     return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=500_000, ppo=ppo)
-
-
-def _is_atari(env_id: str) -> bool:
-    """Ids that the engine builds as Atari (Pong-v5, ...) or gymnasium's ALE/ ids."""
-    from seedpool.envs import registry
-
-    return env_id.startswith("ALE/") or registry.find(env_id) is not None
-

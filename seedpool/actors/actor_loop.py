@@ -1,4 +1,4 @@
-"""SEED actors: loops that only step envs and stream observations to the inference server.
+"""Central-inference actors: loops that only step envs and stream observations to the inference server.
 
 `PoolSource` makes one engine pool in async mode a `Source`; `ActorLoop` drives a source
 in its own thread: recv a batch, submit it, wait for the actions, send them back. While
@@ -11,14 +11,15 @@ import collections
 import threading
 import time
 
-import gymnasium as gym
 import numpy as np
 
-from seedpool.actors.episodes import Episode, EpisodeTracker
+from seedpool.actors.actions import env_actions
+from seedpool.actors.episodes import EpisodeTracker
 from seedpool.envs.pool import EnvPool
 from seedpool.inference.batcher import Reply, Request
 from seedpool.inference.server import InferenceServer
-from seedpool.inference.sources import EnvBatch, Source
+from seedpool.inference.sources import Source
+from seedpool.records import EnvBatch, Episode
 
 
 class PoolSource:
@@ -50,11 +51,7 @@ class PoolSource:
 
     def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
         """Step those envs with those actions (Box actions clipped to the bounds)."""
-        space = self.pool.single_action_space
-        if isinstance(space, gym.spaces.Box):
-            # The Gaussian policy is unbounded; the trajectory keeps the unclipped action.
-            actions = np.clip(actions, space.low, space.high)
-        self.pool.send(actions, env_ids)
+        self.pool.send(env_actions(actions, self.pool.single_action_space), env_ids)
 
     def worker_restarts(self) -> int:
         """Dead env workers replaced so far."""

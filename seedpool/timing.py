@@ -1,4 +1,4 @@
-"""Where a run's time goes: named phase accumulators read as ``time/<phase>`` metrics."""
+"""Where time goes: named phase accumulators (read by runs as ``time/<phase>`` metrics)."""
 from __future__ import annotations
 
 import time

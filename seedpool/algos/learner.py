@@ -1,0 +1,59 @@
+"""The face every learner shows to the runners, and what all of them share.
+
+A runner (the synchronous sampler loop, or the central-inference system) drives any
+algorithm through these calls only, so the algorithm file holds just its mathematics:
+
+    metrics = learner.update(batch)        # one update on a batch (a Rollout, Unrolls, ...)
+    learner.version                         # bumped by every update; tags acting parameters
+    learner.model                           # the network acting uses
+    learner.state_dict() / load_state_dict(state)   # model, optimizer, counters
+
+Schedules (learning rate, and anything else annealed) are owned by the learner and read
+its own `progress`, the fraction of the run's env steps it has trained on.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+
+class Learner(Protocol):
+    """An algorithm's update, as runners see it."""
+
+    model: nn.Module
+    version: int
+
+    def update(self, batch: Any) -> dict[str, float]:
+        """Learn from one batch; returns namespaced scalars (``losses/...``, ``charts/...``)."""
+
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs: model, optimizer, counters."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The loss, the gradient or the parameters went NaN/inf; training must stop before a
+    checkpoint could save them."""
+
+
+def linear_decay(initial: float, progress: float, enabled: bool = True) -> float:
+    """``initial`` at progress 0, falling linearly to 0 at progress 1 (constant when not enabled)."""
+    if not enabled:
+        return initial
+    return initial * max(0.0, 1.0 - progress)
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Set every parameter group's learning rate."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def check_finite(what: str, value: torch.Tensor, version: int) -> None:
+    """Raise NonFiniteLossError if ``value`` holds a NaN or inf."""
+    if not bool(torch.isfinite(value).all()):
+        raise NonFiniteLossError(f"{what} is not finite at learner version {version}")

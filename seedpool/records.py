@@ -1,0 +1,161 @@
+"""Records that cross layers: what actors produce and learners consume.
+
+This module imports nothing from seedpool, so the engine, the actors, the inference
+server, the algorithms and the runners can all share these shapes without importing
+each other. Arrays are time-major: ``[T, B, ...]``.
+
+- :class:`EnvBatch`: one ``recv`` of a source of envs (actors -> inference).
+- :class:`ActOutput`: what a policy returns for a batch (inference).
+- :class:`Unrolls`: fixed-length trajectories cut by the inference server (-> learners).
+- :class:`Rollout`: the synchronous sampler's ``[T, B]`` buffers (-> on-policy learners).
+- :class:`Episode`: a finished episode, for logging.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+
+class Episode(NamedTuple):
+    """A finished episode: the env step counter when it ended, its return and length."""
+
+    step: int
+    ret: float
+    length: int
+
+
+State = dict[str, torch.Tensor] | None
+"""Recurrent state of a batch of rows (None for feed-forward policies)."""
+
+
+class ActOutput(NamedTuple):
+    """What a policy returns for a batch of observations."""
+
+    actions: torch.Tensor
+    logp: torch.Tensor
+    state: State = None
+
+
+@dataclass
+class EnvBatch:
+    """One `recv` from a source: the envs that finished stepping, in completion order."""
+
+    env_ids: np.ndarray
+    """The source's own env ids, int64 [n]."""
+    obs: np.ndarray
+    """[n, *obs_shape]."""
+    rewards: np.ndarray
+    """float32 [n]."""
+    terminated: np.ndarray
+    """bool [n]."""
+    truncated: np.ndarray
+    """bool [n]."""
+    restarted: np.ndarray
+    """bool [n]: the env was reset because its worker died (its trajectory is cut)."""
+    episode_done: np.ndarray
+    """bool [n]: an episode as users count it ended on this row (Atari: the whole game, not a life)."""
+    episode_returns: np.ndarray
+    """float64 [n]: return of the episode that ended on this row (valid where episode_done)."""
+    episode_lengths: np.ndarray
+    """int64 [n]: length of the episode that ended on this row (valid where episode_done)."""
+
+
+@dataclass
+class Unrolls:
+    """A batch of n unrolls, time-major. Step t is (obs[t], actions[t]) -> rewards[t]."""
+
+    obs: np.ndarray
+    """[T + 1, n, *obs_shape]; obs[T] is the bootstrap observation."""
+    actions: np.ndarray
+    """[T, n, *action_shape]."""
+    logp: np.ndarray
+    """Behaviour policy log-probability of each action, float32 [T, n]."""
+    rewards: np.ndarray
+    """float32 [T, n]."""
+    terminated: np.ndarray
+    """bool [T, n]: the episode ended at this step (no bootstrap)."""
+    truncated: np.ndarray
+    """bool [T, n]: the episode was cut at this step (bootstrap from obs[t + 1])."""
+    valid: np.ndarray
+    """bool [T, n]: False for an autoreset step (its obs is a final observation)."""
+    first: np.ndarray
+    """bool [T, n]: obs[t] opens an episode (recurrent state was reset here)."""
+    versions: np.ndarray
+    """Policy version that chose each action, int64 [T, n]."""
+    slots: np.ndarray
+    """Global env slot of each unroll, int64 [n]."""
+
+    @property
+    def num_steps(self) -> int:
+        """T."""
+        return self.actions.shape[0]
+
+    def __len__(self) -> int:
+        return self.slots.shape[0]
+
+
+def concat_unrolls(parts: list[Unrolls]) -> Unrolls:
+    """Join unroll batches along the batch axis (axis 1 for [T, n] arrays, 0 for slots)."""
+    if not parts:
+        raise ValueError("concat_unrolls needs at least one Unrolls")
+    joined = {}
+    for f in fields(Unrolls):
+        axis = 0 if f.name == "slots" else 1
+        joined[f.name] = np.concatenate([getattr(p, f.name) for p in parts], axis=axis)
+    return Unrolls(**joined)
+
+
+def take_unrolls(u: Unrolls, index: slice | np.ndarray) -> Unrolls:
+    """Select unrolls along the batch axis."""
+    return Unrolls(**{
+        f.name: getattr(u, f.name)[index] if f.name == "slots" else getattr(u, f.name)[:, index]
+        for f in fields(Unrolls)
+    })
+
+
+@dataclass
+class Rollout:
+    """Preallocated rollout buffers with leading dims ``[T, B]`` (values: ``[T + 1, B]``)."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    valid: torch.Tensor
+    """False on the reset step that follows an episode end (its action was ignored)."""
+
+    @property
+    def num_steps(self) -> int:
+        """T x B: the env steps this rollout holds (reset steps included)."""
+        return self.rewards.shape[0] * self.rewards.shape[1]
+
+    @classmethod
+    def allocate(cls, T: int, B: int, obs_space: gym.Space, action_space: gym.Space, device: str) -> Rollout:
+        """Zeroed buffers for T steps of B envs."""
+        obs_dtype = torch.uint8 if obs_space.dtype == np.uint8 else torch.float32
+        if isinstance(action_space, gym.spaces.Discrete):
+            act_shape, act_dtype = (), torch.int64
+        else:
+            act_shape, act_dtype = tuple(action_space.shape), torch.float32
+
+        def z(shape, dtype=torch.float32):
+            return torch.zeros(shape, dtype=dtype, device=device)
+
+        return cls(
+            obs=z((T, B, *obs_space.shape), obs_dtype),
+            actions=z((T, B, *act_shape), act_dtype),
+            logprobs=z((T, B)),
+            values=z((T + 1, B)),
+            rewards=z((T, B)),
+            terminated=z((T, B), torch.bool),
+            truncated=z((T, B), torch.bool),
+            valid=z((T, B), torch.bool),
+        )
