@@ -126,6 +126,17 @@ def test_ctrl_c_saves_a_checkpoint_and_leaves_no_process(tmp_path):
     while any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
         assert time.monotonic() < deadline, f"left running: {children}"
         time.sleep(0.1)
+    # The checkpoint is usable: the run loads it and goes on where it stopped.
+    before = torch.load(run / "checkpoint.pt", weights_only=True)
+    step, version = before["counters"]["step"], before["learner"]["version"]
+    assert main(["train", "ppo", "--resume", str(run), "--total-timesteps", str(step + 1024),
+                 "--progress", "off"]) == 0
+    after = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert after["counters"]["step"] == step + 1024  # 4 envs x 32 steps per update: 8 more updates
+    assert after["learner"]["version"] == version + 8
+    adam_steps = [float(c["optimizer"]["state"][0]["step"]) for c in (before, after)]
+    assert adam_steps[1] == adam_steps[0] + 8 * 20  # Adam's state came along: 20 epochs per update
+    assert any(not torch.equal(after["model"][k], before["model"][k]) for k in before["model"])
 
 
 def test_bench_is_reached_through_the_cli(capsys):

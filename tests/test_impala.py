@@ -230,3 +230,55 @@ def test_pool_source_reports_whole_atari_games_not_lives():
         log.add(source.recv())
     assert [(e.ret, e.length) for e in log.drain()] == [(4.0, 3), (6.0, 2)]
     assert log.env_steps == len(rows)
+
+
+def test_policy_lag_is_exact_on_the_serial_twin():
+    """Two halves of 8 envs alternate; each half's 8 unrolls of 8 steps make one batch.
+
+    Half A's first batch trains at version 0 on version-0 steps (lag 0); B's, one round
+    later, at version 1 (lag 1). From then on A's unroll starts with the step it took at
+    version v (before its own batch was learned) and continues at v + 2, and it is learned
+    at v + 2: lags 2, 0, ..., 0 (mean 2/8). B's starts at v + 1, continues at v + 2, and is
+    learned at v + 3: lags 2, 1, ..., 1 (mean 9/8).
+    """
+    from seedpool.algos.impala import policy_act
+    from seedpool.runners import ActingConfig, CentralSystem, make_pools
+
+    torch.manual_seed(0)
+    acting = ActingConfig(serial=True)
+    pools = make_pools("CartPole-v1", 16, "serial", acting, seed=0)
+    learner = ImpalaLearner(MLPActorCritic(4, 2, continuous=False),
+                            ImpalaConfig(unroll_length=8, unrolls_per_batch=8))
+    lags = []
+    update = learner.update
+
+    def update_and_record(unrolls):
+        metrics = update(unrolls)
+        lags.append((metrics["charts/policy_lag_mean"], metrics["charts/policy_lag_max"]))
+        return metrics
+
+    learner.update = update_and_record
+    system = CentralSystem(pools, learner, policy_act, acting, unrolls_per_batch=8, unroll_length=8, device="cpu")
+    try:
+        system.start()
+        while len(lags) < 6:
+            system.step_serial()
+    finally:
+        system.close()
+    assert lags == [(0.0, 0.0), (1.0, 1.0), (0.25, 2.0), (1.125, 2.0), (0.25, 2.0), (1.125, 2.0)]
+
+
+def test_a_resumed_run_loads_the_learner_and_goes_on(tmp_path):
+    cfg = small_cfg(tmp_path, total_timesteps=3_000, backend="serial")
+    cfg.acting = dataclasses.replace(cfg.acting, serial=True)
+    first = trainer.train_impala(cfg)
+    before = load_checkpoint(first.run_dir / CHECKPOINT_FILE, "impala")
+    resumed = trainer.train_impala(dataclasses.replace(cfg, total_timesteps=6_000, resume=first.run_dir))
+    after = load_checkpoint(resumed.run_dir / CHECKPOINT_FILE, "impala")
+    assert resumed.run_dir == first.run_dir and resumed.step >= 6_000
+    assert after["counters"]["step"] >= 6_000 and after["counters"]["updates"] > before["counters"]["updates"]
+    # The learner continued: its version, steps and Adam's step count went on from the checkpoint.
+    assert after["learner"]["version"] > before["learner"]["version"] > 0
+    assert after["learner"]["steps_trained"] > before["learner"]["steps_trained"]
+    adam = [float(c["learner"]["optimizer"]["state"][0]["step"]) for c in (before, after)]
+    assert adam[1] - adam[0] == after["learner"]["version"] - before["learner"]["version"]

@@ -90,10 +90,14 @@ class CentralSystem:
             return
         end = time.monotonic() + seconds
         while time.monotonic() < end and not self.stop.is_set():
-            for a in self.actors:
-                a.step_serial()
-            while self.queue.depth() >= self.learner_thread.batch_size:
-                self.learner_thread.step(timeout=0)
+            self.step_serial()
+
+    def step_serial(self) -> None:
+        """The serial twin's round: each actor acts once, then the learner takes every full batch."""
+        for a in self.actors:
+            a.step_serial()
+        while self.queue.depth() >= self.learner_thread.batch_size:
+            self.learner_thread.step(timeout=0)
 
     def read_metrics(self, window_s: float, timer: PhaseTimer) -> dict[str, float]:
         """Window metrics: each thread's time shares, batching, lag, queues, restarts.
