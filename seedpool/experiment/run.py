@@ -23,7 +23,7 @@ import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,9 @@ class RunResult:
     time_shares: dict[str, float]
     interrupted: bool
     plot: Path | None = None
+    thread_shares: dict[str, float] = field(default_factory=dict)
+    """Mean over this segment's updates of each ``time/share_*`` metric a trainer logged
+    (threaded trainers: each thread's share of wall time); empty when none was logged."""
 
 
 class Run:
@@ -99,6 +102,8 @@ class Run:
             counters.get("recent_returns", []), maxlen=RECENT_EPISODES)
         self.timer = PhaseTimer()
         self.timer.load_state_dict(counters.get("phase_s", {}))
+        self._share_sums: dict[str, float] = {}  # time/share_* metrics summed over updates
+        self._share_updates = 0
         self.stop_requested = False
         self._start_step = self.step
         self._start = time.monotonic()
@@ -189,6 +194,11 @@ class Run:
         self.step = step
         self.updates += 1
         extra = {"charts/SPS": self.sps, **{f"time/{k}": v for k, v in self.timer.seconds.items()}}
+        shares = {k: v for k, v in scalars.items() if k.startswith("time/share_")}
+        if shares:
+            self._share_updates += 1
+            for k, v in shares.items():
+                self._share_sums[k] = self._share_sums.get(k, 0.0) + v
         self.metrics.write(step, self.time_s, {**scalars, **extra})
         self.progress.update(step, self.sps, self.recent_return)
 
@@ -213,5 +223,6 @@ class Run:
     def result(self) -> RunResult:
         """The run's headline numbers."""
         total = self.time_s
+        shares = {k: v / self._share_updates for k, v in self._share_sums.items()}
         return RunResult(self.dir, self.step, self.recent_return, self.sps, total,
-                         self.timer.fractions(total), self.stop_requested)
+                         self.timer.fractions(total), self.stop_requested, thread_shares=shares)
