@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -126,3 +128,119 @@ def test_no_gradient_and_bad_shapes():
         vtrace(z, z, z, z, torch.zeros(4), z)
     with pytest.raises(ValueError, match="rewards must have shape"):
         vtrace(z, z, torch.zeros(4, 3), z, torch.zeros(2), z)
+
+
+# --- Off-policy batches against the paper's recursive definition --------------------------
+
+def recursive_vtrace(blp, tlp, rew, val, boot, disc, mask, clip_rho, clip_pg_rho, clip_c, lambda_):
+    """V-trace by the paper's recursion (Remark 1), one unroll and one step at a time.
+
+    v_s = V(x_s) + delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1})), with v_T = V(x_T), where
+    delta_s = rho_s (r_s + gamma_s V(x_{s+1}) - V(x_s)), rho_s = min(rho_bar, pi/mu) and
+    c_s = lambda min(c_bar, pi/mu); the advantage is pg_rho_s (r_s + gamma_s v_{s+1} - V(x_s)).
+    A clip of None is no clip. A masked step is no transition: v_s = V(x_s), advantage 0.
+    """
+    def clipped(ratio, bar):
+        return ratio if bar is None else min(bar, ratio)
+
+    T, B = len(val), len(val[0])
+    vs = [[0.0] * B for _ in range(T)]
+    adv = [[0.0] * B for _ in range(T)]
+    for b in range(B):
+        v_next, value_next = boot[b], boot[b]
+        for s in reversed(range(T)):
+            ratio = math.exp(tlp[s][b] - blp[s][b])
+            if mask[s][b] == 0:
+                vs[s][b] = val[s][b]
+            else:
+                delta = clipped(ratio, clip_rho) * (rew[s][b] + disc[s][b] * value_next - val[s][b])
+                c = lambda_ * clipped(ratio, clip_c)
+                vs[s][b] = val[s][b] + delta + disc[s][b] * c * (v_next - value_next)
+            v_next, value_next = vs[s][b], val[s][b]
+        for s in range(T):
+            if mask[s][b] == 0:
+                continue
+            ratio = math.exp(tlp[s][b] - blp[s][b])
+            v_after = vs[s + 1][b] if s + 1 < T else boot[b]
+            adv[s][b] = clipped(ratio, clip_pg_rho) * (rew[s][b] + disc[s][b] * v_after - val[s][b])
+    return np.array(vs), np.array(adv)
+
+
+def off_policy_batch(seed: int, T: int = 9, B: int = 4) -> dict[str, np.ndarray]:
+    """[T, B] unrolls whose target/behaviour ratios lie far on both sides of 1 (float64)."""
+    rng = np.random.default_rng(seed)
+    ratio = np.array([0.1, 0.3, 0.6, 1.7, 3.0, 6.0])[rng.integers(0, 6, (T, B))]
+    behaviour_p = rng.uniform(0.02, 0.15, (T, B))  # target_p = ratio * behaviour_p stays below 1
+    disc = np.full((T, B), 0.97)
+    disc[rng.uniform(size=(T, B)) < 0.2] = 0.0  # episodes end inside the unrolls
+    mask = np.ones((T, B))
+    mask[rng.uniform(size=(T, B)) < 0.15] = 0.0  # autoreset steps: no transition
+    batch = {"behaviour_logp": np.log(behaviour_p), "target_logp": np.log(ratio * behaviour_p),
+             "rewards": rng.normal(size=(T, B)), "values": rng.normal(size=(T, B)),
+             "bootstrap_value": rng.normal(size=B), "discounts": disc, "mask": mask}
+    # The premises of the tests below: every clip bar is crossed from both sides,
+    # and some episodes end and some steps are masked.
+    assert ratio.max() > 2.0 and ratio.min() < 0.8 and (disc == 0).any() and (mask == 0).any()
+    return batch
+
+
+def run_vtrace(batch: dict[str, np.ndarray], **clips) -> tuple[np.ndarray, np.ndarray]:
+    out = vtrace(**{k: torch.as_tensor(v, dtype=torch.float64) for k, v in batch.items()}, **clips)
+    return out.vs.numpy(), out.pg_advantages.numpy()
+
+
+def run_recursive(batch: dict[str, np.ndarray], clip_rho=1.0, clip_pg_rho=1.0, clip_c=1.0,
+                  lambda_=1.0) -> tuple[np.ndarray, np.ndarray]:
+    args = [batch[k].tolist() for k in ("behaviour_logp", "target_logp", "rewards", "values",
+                                        "bootstrap_value", "discounts", "mask")]
+    return recursive_vtrace(*args, clip_rho, clip_pg_rho, clip_c, lambda_)
+
+
+OFF_POLICY_CLIPS = [
+    {"clip_rho": 1.0, "clip_pg_rho": 1.0, "clip_c": 1.0, "lambda_": 1.0},  # the IMPALA defaults
+    {"clip_rho": 2.0, "clip_pg_rho": 1.5, "clip_c": 0.8, "lambda_": 0.95},  # every bar distinct
+    {"clip_rho": None, "clip_pg_rho": None, "clip_c": None, "lambda_": 1.0},  # no clipping
+]
+
+
+@pytest.mark.parametrize("clips", OFF_POLICY_CLIPS, ids=["defaults", "distinct-bars", "unclipped"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_off_policy_batch_matches_recursive_definition(clips, seed):
+    batch = off_policy_batch(seed)
+    vs, adv = run_vtrace(batch, **clips)
+    want_vs, want_adv = run_recursive(batch, **clips)
+    np.testing.assert_allclose(vs, want_vs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(adv, want_adv, atol=1e-10, rtol=0)
+    masked = batch["mask"] == 0
+    np.testing.assert_array_equal(vs[masked], batch["values"][masked])
+    np.testing.assert_array_equal(adv[masked], 0.0)
+
+
+def test_swapping_behaviour_and_target_logp_changes_the_result():
+    batch = off_policy_batch(2)
+    swapped = {**batch, "behaviour_logp": batch["target_logp"], "target_logp": batch["behaviour_logp"]}
+    vs, adv = run_vtrace(batch, clip_rho=2.0, clip_pg_rho=1.5, clip_c=0.8)
+    swapped_vs, swapped_adv = run_vtrace(swapped, clip_rho=2.0, clip_pg_rho=1.5, clip_c=0.8)
+    assert np.abs(vs - swapped_vs).max() > 0.1 and np.abs(adv - swapped_adv).max() > 0.1
+    # The ratio is target over behaviour: only the documented order matches the definition.
+    want_vs, want_adv = run_recursive(batch, clip_rho=2.0, clip_pg_rho=1.5, clip_c=0.8)
+    np.testing.assert_allclose(vs, want_vs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(adv, want_adv, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("clip, changed", [
+    ("clip_rho", {"vs", "pg_advantages"}),
+    ("clip_c", {"vs", "pg_advantages"}),  # c_s only weighs the carried corrections of vs
+    ("clip_pg_rho", {"pg_advantages"}),
+])
+def test_disabling_each_clip_changes_the_result(clip, changed):
+    batch = off_policy_batch(3)
+    clipped = dict(zip(("vs", "pg_advantages"), run_vtrace(batch)))
+    unclipped = dict(zip(("vs", "pg_advantages"), run_vtrace(batch, **{clip: None})))
+    for name in ("vs", "pg_advantages"):
+        differs = np.abs(clipped[name] - unclipped[name]).max() > 1e-3
+        verdict = "changed" if differs else "left unchanged"
+        assert differs == (name in changed), f"disabling {clip} {verdict} {name}"
+    want_vs, want_adv = run_recursive(batch, **{clip: None})
+    np.testing.assert_allclose(unclipped["vs"], want_vs, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(unclipped["pg_advantages"], want_adv, atol=1e-10, rtol=0)
