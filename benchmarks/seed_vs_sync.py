@@ -6,7 +6,7 @@ Three ways to train on the same task with the same number of envs and the Nature
   inference server batches their observations; a learner thread trains concurrently.
 - `sync_ppo`: `seedpool train ppo --sampler sync` — step all envs, run the policy, repeat;
   learn when the rollout is full (acting and learning take turns).
-- `baseline`: IMPALA's original layout (`seedpool.actors.baseline`) — actor processes each
+- `baseline`: IMPALA's original layout (`per_actor_baseline.py`) — actor processes each
   run their own CPU copy of the policy on their few envs and ship unrolls to the learner.
 
 Method: each case runs in a fresh process; the trainers run as users run them (their
@@ -48,7 +48,7 @@ def trainer_cmd(case: str, a: argparse.Namespace, runs_dir: str) -> list[str]:
               "--torch-threads", str(a.torch_threads)]  # each trainer's Atari defaults
     if case == "seed":
         return [PY, "-m", "seedpool.cli", "train", "impala", *common,
-                "--seed-rl.max-wait-ms", str(a.max_wait_ms)]
+                "--acting.max-wait-ms", str(a.max_wait_ms)]
     return [PY, "-m", "seedpool.cli", "train", "ppo", *common, "--sampler", "sync", "--replay-limit", "0"]
 
 
@@ -105,7 +105,7 @@ def baseline_main(a: argparse.Namespace) -> None:
     """Child process body of the baseline case: prints one JSON line."""
     import torch
 
-    from seedpool.actors.baseline import run_baseline
+    from per_actor_baseline import run_baseline  # beside this script, which is on sys.path
     from seedpool.trainers.impala import impala_defaults
 
     torch.set_num_threads(a.torch_threads)  # the learner's; each actor process uses 1
@@ -138,7 +138,7 @@ def machine() -> list[str]:
 
 
 def report(a: argparse.Namespace, rows: list[dict], header: list[str]) -> str:
-    """The markdown table: per-run rows, then medians and the ratios the issue asks for."""
+    """The markdown table: per-run rows, then medians and the target ratios."""
     med = {c: statistics.median(r["steps_per_s"] for r in rows if r["case"] == c) for c in CASES
            if any(r["case"] == c for r in rows)}
     fills = [r["batch_fill"] for r in rows if r["case"] == "seed"]

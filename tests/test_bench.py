@@ -70,6 +70,7 @@ def test_group_runs_interleaved_and_reports_errors_per_case() -> None:
     for key in ("date", "machine", "kernel", "python", "numpy", "gymnasium", "ale-py", "envpool", "torch"):
         assert f"- **{key}:**" in text
     assert "nproc = " in text and "method:" in text
+    assert "\n## Targets\n" in text and "issue" not in text.lower()  # the report names no tracker
 
 
 def test_target_table_compares_medians() -> None:

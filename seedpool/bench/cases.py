@@ -1,6 +1,7 @@
-"""The engines under test, as cases, and the task groups and targets of issue 2.
+"""The engines under test, as cases, the task groups, and the throughput targets.
 
-Naming follows `../shared/anchors.md`: `loop`, `gym_sync`, `gym_async`, `envpool_sync`,
+Case names are those of the reference measurements of the peer engines on this machine
+class, so figures compare across reports: `loop`, `gym_sync`, `gym_async`, `envpool_sync`,
 `envpool_async`, `ale_vec`, `ale_vec_async`, `seedpool_<backend>[_async]`. For an `_async`
 case, N is the batch size and the engine holds 2N envs.
 """
@@ -25,7 +26,10 @@ from seedpool.bench.steppers import AsyncStepper, LoopStepper, SyncStepper, clos
 
 
 def peer_threads(num_envs: int) -> int:
-    """Threads for EnvPool and ale-py's vector env: one per usable core (2 in the anchors), at most one per env."""
+    """Threads for EnvPool and ale-py's vector env: one per usable core, at most one per env.
+
+    On the 2-vCPU machine class the peer reference figures come from, that is 2 threads.
+    """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(cores, num_envs))
 
@@ -214,7 +218,7 @@ def uneven_group(n: int = 8) -> Group:
 
 @dataclass(frozen=True)
 class Target:
-    """A ratio issue 2 requires: `case` ≥ `at_least` × `baseline`, both from group `group`."""
+    """A ratio the engine is held to: `case` ≥ `at_least` × `baseline`, both from group `group`."""
 
     group: str
     case: str
@@ -223,7 +227,7 @@ class Target:
     why: str
 
 
-ISSUE_TARGETS = (
+TARGETS = (
     Target("cartpole-8", "seedpool_auto", "loop", 0.9, "cheap env at small N: step in-process"),
     Target("cartpole-32", "seedpool_auto", "loop", 1.25, "two processes flat out reach 1.4-1.45x"),
     Target("cartpole-32", "seedpool_auto", "gym_async", 3.0, ""),

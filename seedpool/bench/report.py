@@ -126,7 +126,7 @@ def memory_table(measured: Sequence[tuple[Group, Sequence[CaseResult]]]) -> str:
 
 
 def target_table(targets: Sequence[Target], measured: Sequence[tuple[Group, Sequence[CaseResult]]]) -> str:
-    """Issue 2's required ratios, each with the measured value and whether it is met."""
+    """The target ratios, each with the measured value and whether it is met."""
     found = {(g.key, r.name): r for g, results in measured for r in results}
     lines = [_row(TARGET_COLUMNS), _row(["---", "---", "---:", "---:", "---"])]
     for t in targets:
@@ -162,7 +162,7 @@ def render(info: dict[str, str], timing: Timing, measured: Sequence[tuple[Group,
                 "(libraries, shared memory, pages inherited by fork) once per process; PSS splits them among "
                 "the processes that map them; USS counts only pages no other process maps.", "",
                 memory_table(measured), ""]
-    out += ["## Targets (issue 2)", "", target_table(targets, measured), ""]
+    out += ["## Targets", "", target_table(targets, measured), ""]
     out += ["## Notes", ""]
     out += [f"- {n}" for n in notes]
     out += [f"- not run: {n}" for n in _not_run(measured)] or ["- every case ran."]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tyro
 
-from seedpool.bench.cases import ISSUE_TARGETS, cartpole_group, pong_group, uneven_group
+from seedpool.bench.cases import TARGETS, cartpole_group, pong_group, uneven_group
 from seedpool.bench.harness import CaseResult, Group, Timing, reap_leftovers, run_group
 from seedpool.bench.report import machine_info, render
 
@@ -107,7 +107,7 @@ def run(args: BenchArgs) -> str:
             notes.append(f"`{group.key}`: processes still alive after teardown (killed): {', '.join(leaked)}")
     load_after = os.getloadavg()
     notes.append(f"load average (1/5/15 min) before: {_load(load_before)}; after: {_load(load_after)}")
-    return render(info, timing, measured, ISSUE_TARGETS, notes)
+    return render(info, timing, measured, TARGETS, notes)
 
 
 def _load(load: tuple[float, float, float]) -> str:

@@ -3,7 +3,8 @@
 This is the architecture SEED RL was measured against. Each actor steps its own few envs
 in-process, runs inference on them with its private model, cuts unrolls and ships them
 (pickled) to the learner, and pulls fresh parameters from shared memory before each
-unroll. There is no central inference: used by `benchmarks/seed_vs_sync.py` only.
+unroll. There is no central inference. Only `seed_vs_sync.py` (beside this file) uses it,
+as its `baseline` case; it is not part of the seedpool package.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch.multiprocessing as mp
 
 import seedpool
 from seedpool.algos.impala import ImpalaConfig, ImpalaLearner
-from seedpool.inference.unrolls import TrajectoryBuffers, Unrolls, concat_unrolls
+from seedpool.inference import TrajectoryBuffers, Unrolls, concat_unrolls
 from seedpool.models import ModelConfig, make_policy
 
 
@@ -81,7 +82,7 @@ class BaselineSystem:
         self.version, self.lock = ctx.Value("q", 0), ctx.Lock()
         self.steps, self.stop = ctx.Value("q", 0), ctx.Event()
         self.out = ctx.Queue(maxsize=4 * num_actors)
-        self.batch = impala.batch_size
+        self.batch = impala.unrolls_per_batch
         self.pending: list[Unrolls] = []
         shared = dict(self.published.state_dict())
         self.procs = [ctx.Process(target=_actor_main, daemon=True, args=(
