@@ -5,10 +5,12 @@ import dataclasses
 import gymnasium as gym
 import pytest
 import torch
+from threadpoolctl import ThreadpoolController
 
+from seedpool.algos import ppo_numpy
 from seedpool.algos.ppo import PPOBatch, PPOConfig, ppo_loss, ppo_update
 from seedpool.algos.ppo_numpy import numpy_step_fn
-from seedpool.models import ModelConfig, make_policy
+from seedpool.models import MLPActorCritic, ModelConfig, make_policy
 from seedpool.models.flat import flatten_parameters
 
 
@@ -38,6 +40,39 @@ def _batch(policy, n=256, seed=0):
     return PPOBatch(obs=obs, actions=actions, logprobs=logp + 0.3 * torch.randn(n, generator=g),
                     values=value + 0.3 * torch.randn(n, generator=g),
                     advantages=torch.randn(n, generator=g) + 0.5, returns=torch.randn(n, generator=g))
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+@pytest.mark.parametrize("continuous", [False, True])
+def test_linear_layers_are_the_parameters_and_compute_forward(activation, continuous):
+    """The contract the NumPy step relies on: live tensors, and forward() is exactly their MLP."""
+    torch.manual_seed(0)
+    policy = MLPActorCritic(5, 3, continuous, hidden=(16, 8), activation=activation)
+    flatten_parameters(policy)  # the trainer's layout: parameters become views of one tensor
+    layers = policy.linear_layers()
+    assert layers.activation == activation
+    assert [w.shape for w, _ in layers.policy] == [(16, 5), (8, 16), (3, 8)]
+    assert [w.shape for w, _ in layers.value] == [(16, 5), (8, 16), (1, 8)]
+    listed = [t for pair in layers.policy + layers.value for t in pair]
+    extra = [policy.log_std] if continuous else []
+    assert {id(t) for t in listed + extra} == {id(p) for p in policy.parameters()}
+    act = torch.tanh if activation == "tanh" else torch.relu
+
+    def mlp(x, pairs):
+        for w, b in pairs[:-1]:
+            x = act(x @ w.T + b)
+        w, b = pairs[-1]
+        return x @ w.T + b
+
+    obs = torch.randn(7, 5)
+    with torch.no_grad():
+        params, value = policy(obs)
+        out = params[0] if continuous else params
+        torch.testing.assert_close(out, mlp(obs, layers.policy))
+        torch.testing.assert_close(value, mlp(obs, layers.value)[:, 0])
+        layers.policy[-1][1].add_(1.0)  # in-place writes reach the model
+        out_after = policy(obs)[0]
+    torch.testing.assert_close((out_after[0] if continuous else out_after) - out, torch.ones(7, 3))
 
 
 def _numpy_grads(policy, batch, cfg, clip):
@@ -85,28 +120,60 @@ def _trained(policy, batches, cfg, flat, paths):
     return policy, opt, history
 
 
+@pytest.mark.parametrize("paths", [
+    (True, True, True),  # NumPy all the way
+    (True, False, True),  # torch continuing from NumPy's Adam state, and back
+], ids=["numpy", "numpy-torch-numpy"])
 @pytest.mark.parametrize("flat", [True, False])
 @pytest.mark.parametrize("cfg", [
     PPOConfig(update_epochs=4, num_minibatches=4, clip_vloss=True, ent_coef=0.01, max_grad_norm=0.5),
     PPOConfig(update_epochs=20, num_minibatches=1, max_grad_norm=0.5),  # rl-zoo3 CartPole layout
-])
-def test_update_ends_with_torchs_parameters_and_adam_state(flat, cfg):
+    PPOConfig(update_epochs=10, num_minibatches=2, target_kl=0.002),  # stops early
+], ids=["4x4", "cartpole", "target_kl"])
+def test_update_ends_with_torchs_parameters_and_adam_state(cfg, flat, paths):
     base = _policy(actions=2)
-    batches = [_batch(base, seed=s) for s in (1, 2)]
-    ref, ref_opt, ref_stats = _trained(copy.deepcopy(base), batches, cfg, flat, [False, False])
-    # NumPy first, then torch continuing from NumPy's Adam state: both read the same state.
-    new, new_opt, new_stats = _trained(copy.deepcopy(base), batches, cfg, flat, [True, False])
-    assert ref_opt.state_dict()["state"][0]["step"] == 2 * cfg.update_epochs * cfg.num_minibatches
+    batches = [_batch(base, seed=s) for s in (1, 2, 3)]
+    ref, ref_opt, ref_stats = _trained(copy.deepcopy(base), batches, cfg, flat, [False] * 3)
+    new, new_opt, new_stats = _trained(copy.deepcopy(base), batches, cfg, flat, paths)
+    assert [s["epochs"] for s in new_stats] == [s["epochs"] for s in ref_stats]
+    steps = sum(s["epochs"] for s in ref_stats) * cfg.num_minibatches
+    assert float(ref_opt.state_dict()["state"][0]["step"]) == steps
     for a, b in zip(new.state_dict().values(), ref.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert new_opt.state_dict()["state"].keys() == ref_opt.state_dict()["state"].keys()
     for state, ref_state in zip(new_opt.state.values(), ref_opt.state.values()):
         assert state.keys() == ref_state.keys()
         for key in ref_state:
+            assert state[key].dtype == ref_state[key].dtype and state[key].shape == ref_state[key].shape
             torch.testing.assert_close(state[key], ref_state[key], rtol=1e-4, atol=1e-7)
-    assert new_stats[0].keys() == ref_stats[0].keys()
-    for key in ref_stats[0]:
-        assert new_stats[0][key] == pytest.approx(ref_stats[0][key], rel=1e-3, abs=1e-6)
+    for got, expected in zip(new_stats, ref_stats):
+        assert got.keys() == expected.keys()
+        for key in expected:
+            assert got[key] == pytest.approx(expected[key], rel=1e-3, abs=1e-6)
     assert any(not torch.equal(a, b) for a, b in zip(new.parameters(), base.parameters()))
+    if cfg.target_kl is not None:
+        assert min(s["epochs"] for s in ref_stats) < cfg.update_epochs, "target_kl should stop an update early"
+
+
+def test_step_runs_blas_on_one_thread_and_restores_it(monkeypatch):
+    """The step limits NumPy's BLAS to one thread while it runs, and leaves the setting as it found it."""
+    blas = ThreadpoolController().select(user_api="blas")
+    if not blas.lib_controllers:
+        pytest.skip("NumPy's BLAS is not one threadpoolctl can control")
+    seen = []
+    forward = ppo_numpy._forward
+
+    def spying_forward(*args):
+        seen.append({lib["num_threads"] for lib in blas.info()})
+        return forward(*args)
+
+    monkeypatch.setattr(ppo_numpy, "_forward", spying_forward)
+    policy = _policy()
+    step = numpy_step_fn(policy, torch.optim.Adam(policy.parameters()), _batch(policy), PPOConfig(), 0.2)
+    with blas.limit(limits=2):
+        step(None, False, False)
+        assert {lib["num_threads"] for lib in blas.info()} == {2}
+    assert seen == [{1}, {1}]  # policy and value forward passes
 
 
 def test_unsupported_policies_and_optimizers_fall_back_to_torch():
@@ -115,6 +182,17 @@ def test_unsupported_policies_and_optimizers_fall_back_to_torch():
     batch = _batch(discrete)
     cfg = PPOConfig()
     assert numpy_step_fn(gaussian, torch.optim.Adam(gaussian.parameters()), batch, cfg, 0.2) is None
+
+    class Scaled(MLPActorCritic):
+        """A subclass whose forward() is no longer its linear layers alone."""
+
+        def forward(self, obs):
+            logits, value = super().forward(obs)
+            return 2.0 * logits, value
+
+    torch.manual_seed(0)
+    scaled = Scaled(4, 3, continuous=False)
+    assert numpy_step_fn(scaled, torch.optim.Adam(scaled.parameters()), batch, cfg, 0.2) is None
     for opt in (torch.optim.SGD(discrete.parameters(), lr=0.1),
                 torch.optim.Adam(discrete.parameters(), amsgrad=True),
                 torch.optim.Adam(discrete.pi.parameters())):

@@ -4,22 +4,23 @@ On a CPU, a 64-wide MLP on a 256-row minibatch is limited by torch's per-operati
 overhead (autograd, dispatch, optimizer bookkeeping), not by arithmetic. This module runs
 the same step, forward, :func:`seedpool.algos.ppo.ppo_loss`, a hand-derived backward,
 global grad-norm clipping and Adam, as a few dozen NumPy calls. It works in place on NumPy
-views of the torch parameters, gradients and Adam state (``exp_avg``, ``exp_avg_sq``,
-``step``), so checkpoints, inference and resuming see exactly what the torch path leaves.
+views of the tensors :meth:`MLPActorCritic.linear_layers` exposes, their gradients and Adam's
+state (``exp_avg``, ``exp_avg_sq``, ``step``), so checkpoints, inference and resuming see
+exactly what the torch path leaves. ``tests/test_ppo_numpy.py`` holds it to torch's results;
+``benchmarks/ppo_numpy_update.py`` measures what it saves.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
-import glob
-import os
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
+from threadpoolctl import ThreadpoolController
 
 from seedpool.models.distributions import CategoricalHead
-from seedpool.models.mlp import MLPActorCritic
+from seedpool.models.mlp import Linear, MLPActorCritic
 
 if TYPE_CHECKING:
     from seedpool.algos.ppo import PPOBatch, PPOConfig
@@ -31,11 +32,14 @@ Layer = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # weight, bias, t
 
 def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: float | None) -> StepFn | None:
     """The NumPy gradient step for this policy and optimizer, or None when unsupported."""
-    slots = _adam_slots(policy, optimizer)
+    if not _supported(policy, optimizer):
+        return None
+    layers = policy.linear_layers()
+    slots = _adam_slots(policy, optimizer, [*layers.policy, *layers.value])
     if slots is None:
         return None
-    pi, vf = _layers(policy._pi_layers), _layers(policy._vf_layers)
-    relu = policy._act_fn is torch.relu
+    pi, vf = _layers(layers.policy), _layers(layers.value)
+    relu = layers.activation == "relu"
     data = _as_numpy(batch)
     group = optimizer.param_groups[0]
 
@@ -58,41 +62,30 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
     return step
 
 
-class _one_blas_thread:
-    """Run NumPy's OpenBLAS on one thread meanwhile: on 64-wide layers a second thread only
-    adds synchronisation, and on a busy 2-core machine spinning threads made a step 90x slower."""
+def _one_blas_thread() -> AbstractContextManager:
+    """Limit NumPy's BLAS to one thread meanwhile (restored on exit).
 
-    def __enter__(self) -> None:
-        self.controls = _openblas_threads()
-        if self.controls:
-            self.before = self.controls[0]()
-            self.controls[1](1)
-
-    def __exit__(self, *exc) -> None:
-        if self.controls:
-            self.controls[1](self.before)
+    On 64-wide layers a second BLAS thread only adds synchronisation, and when the other
+    cores are busy its spinning makes a step far slower (the "BLAS not limited" row of
+    benchmarks/ppo_numpy_update.py).
+    """
+    return _blas_libraries().limit(limits=1)
 
 
 @functools.lru_cache(maxsize=1)
-def _openblas_threads():
-    """(get, set) thread-count functions of the OpenBLAS bundled with NumPy, or None if not found."""
-    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*.so*"))
-    for path in libs:
-        lib = ctypes.CDLL(path)
-        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "")):
-            get, set_ = f"{prefix}_get_num_threads{suffix}", f"{prefix}_set_num_threads{suffix}"
-            if hasattr(lib, get) and hasattr(lib, set_):
-                getattr(lib, set_).argtypes = [ctypes.c_int]
-                return getattr(lib, get), getattr(lib, set_)
-    return None
+def _blas_libraries() -> ThreadpoolController:
+    """The BLAS libraries loaded in this process (NumPy's among them), found once.
+
+    ``threadpool_limits`` would search the loaded libraries on every call, which costs
+    more than a gradient step; a kept controller's ``limit`` costs a small fraction of one.
+    """
+    return ThreadpoolController().select(user_api="blas")
 
 
-def _adam_slots(policy, optimizer) -> list[tuple[np.ndarray, ...]] | None:
+def _adam_slots(policy, optimizer, layers: list[Linear]) -> list[tuple[np.ndarray, ...]] | None:
     """``(param, grad, exp_avg, exp_avg_sq, step)`` views per optimizer tensor, or None if unsupported."""
-    if not _supported(policy, optimizer):
-        return None
     opt_params = list(optimizer.param_groups[0]["params"])
-    layer_params = [t for pair in policy._pi_layers + policy._vf_layers for t in pair]
+    layer_params = [t for pair in layers for t in pair]
     trainable = [p for p in policy.parameters() if p.requires_grad]
     if {id(p) for p in trainable} != {id(p) for p in layer_params}:
         return None  # parameters the kernel does not know about
@@ -107,7 +100,10 @@ def _adam_slots(policy, optimizer) -> list[tuple[np.ndarray, ...]] | None:
 
 def _supported(policy, optimizer) -> bool:
     """A float32 CPU MLP with a categorical head, trained by plain torch Adam in one group."""
+    # Exactly the MLP: a subclass may compute forward() differently from its linear_layers().
     if type(policy) is not MLPActorCritic or policy.continuous or not isinstance(policy.head, CategoricalHead):
+        return False
+    if policy.activation not in ("tanh", "relu"):
         return False
     if type(optimizer) is not torch.optim.Adam or len(optimizer.param_groups) != 1:
         return False
@@ -147,7 +143,7 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().numpy()
 
 
-def _layers(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[Layer]:
+def _layers(pairs: tuple[Linear, ...]) -> list[Layer]:
     """NumPy views of each linear layer's weight, bias and their gradients."""
     return [(_np(w), _np(b), _np(w.grad), _np(b.grad)) for w, b in pairs]
 

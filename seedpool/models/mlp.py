@@ -1,6 +1,8 @@
 """MLP actor-critic for flat vector observations (CartPole, Pendulum, MuJoCo-like tasks)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -10,6 +12,22 @@ from seedpool.models.distributions import CategoricalHead, GaussianHead, Params
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 _FUNCTIONS = {"tanh": torch.tanh, "relu": torch.relu}
+
+
+Linear = tuple[torch.Tensor, torch.Tensor]
+"""A linear layer's ``(weight [out, in], bias [out])``."""
+
+
+@dataclass(frozen=True)
+class MLPLayers:
+    """Every tensor of :meth:`MLPActorCritic.forward` (but a Gaussian policy's ``log_std``)."""
+
+    policy: tuple[Linear, ...]
+    """The policy network's layers, input first, the action head (logits or means) last."""
+    value: tuple[Linear, ...]
+    """The value network's layers, input first, the value head (one output) last."""
+    activation: str
+    """"tanh" or "relu", applied after every layer but the heads."""
 
 
 def _stack(in_dim: int, hidden: tuple[int, ...], activation: str) -> nn.Sequential:
@@ -43,6 +61,7 @@ class MLPActorCritic(ActorCritic):
         # Small policy-head init keeps the first policy close to uniform (PPO paper, CleanRL).
         self.pi_head = layer_init(nn.Linear(hidden[-1], action_dim), std=0.01)
         self.vf_head = layer_init(nn.Linear(hidden[-1], 1), std=1.0)
+        self.activation = activation
         # The forward pass calls the layers' tensors directly: nn.Module calls cost several
         # microseconds each, as much as the arithmetic of a 64-wide layer on a small batch.
         self._act_fn = _FUNCTIONS[activation]
@@ -61,6 +80,17 @@ class MLPActorCritic(ActorCritic):
         if self.continuous:
             return (out, self.log_std.expand_as(out)), value
         return out, value
+
+    def linear_layers(self) -> MLPLayers:
+        """The live weights and biases of both networks, for code that computes them another way.
+
+        ``forward(obs)`` is exactly, per network from ``x = obs.flatten(1).float()``:
+        ``x = act(x @ w.T + b)`` for each layer but the last, then ``x @ w.T + b``. The
+        tensors are the module's parameters themselves, not copies: a fast path (the NumPy
+        PPO step in ``seedpool.algos.ppo_numpy``) reads and trains them in place. Ask again
+        after ``.to()``, which may replace them.
+        """
+        return MLPLayers(tuple(self._pi_layers), tuple(self._vf_layers), self.activation)
 
     def _cache_layers(self) -> None:
         self._pi_layers = [(m.weight, m.bias) for m in [*self.pi[::2], self.pi_head]]
