@@ -154,6 +154,10 @@ def test_serial_twin_is_deterministic(tmp_path):
 
 
 def test_a_killed_env_worker_is_restarted_and_training_goes_on(tmp_path, monkeypatch):
+    """A worker is killed once training is under way (at the first logged window, not at a
+    clock time); the run must restart it and train 5,000 more steps after the kill."""
+    from seedpool.experiment.run import Run
+
     made = []
     real_make_pools = trainer.make_pools
 
@@ -161,20 +165,23 @@ def test_a_killed_env_worker_is_restarted_and_training_goes_on(tmp_path, monkeyp
         made.extend(real_make_pools(*args, **kwargs))
         return made
 
-    def kill_a_worker_soon():
-        while not made:
-            threading.Event().wait(0.05)
-        threading.Event().wait(1.5)
-        os.kill(made[0].worker_pids[0], signal.SIGKILL)
+    end_update = Run.end_update
+    killed_at = []
+
+    def end_update_then_kill_then_stop(run, step, scalars):
+        end_update(run, step, scalars)
+        if not killed_at:
+            os.kill(made[0].worker_pids[0], signal.SIGKILL)
+            killed_at.append(step)
+        elif scalars["charts/worker_restarts"] >= 1 and step >= killed_at[0] + 5_000:
+            run.stop_requested = True
 
     monkeypatch.setattr(trainer, "make_pools", make_pools_and_remember)
-    killer = threading.Thread(target=kill_a_worker_soon, daemon=True)
-    killer.start()
-    cfg = small_cfg(tmp_path, total_timesteps=25_000, backend="process")
+    monkeypatch.setattr(Run, "end_update", end_update_then_kill_then_stop)
+    cfg = small_cfg(tmp_path, total_timesteps=10_000_000, backend="process")
     cfg.acting = dataclasses.replace(cfg.acting, num_workers=2)
     result = trainer.train_impala(cfg)
-    killer.join(5)
-    assert result.step >= 25_000
+    assert result.step >= killed_at[0] + 5_000
     assert last_value(result.run_dir, "charts/worker_restarts") == 1
     assert last_value(result.run_dir, "charts/dropped_steps") > 0
     assert not psutil.Process().children(recursive=True)

@@ -30,23 +30,25 @@ def make_request(slots, obs=None, term=None, trunc=None, rew=None, restarted=Non
 # --- batcher -------------------------------------------------------------------------
 
 def test_deadline_fires_with_partial_batch():
+    # The partial batch closes at its deadline (0.05 s after submit), long before the idle
+    # timeout; the bounds are far apart so that a loaded machine cannot blur them.
     b = DynamicBatcher(max_batch=8, max_wait_s=0.05)
-    b.submit(make_request([0, 1, 2]))
     t0 = time.perf_counter()
-    batch = b.next_batch(idle_timeout=1.0)
+    b.submit(make_request([0, 1, 2]))
+    batch = b.next_batch(idle_timeout=60.0)
     waited = time.perf_counter() - t0
     assert sum(len(r) for r in batch) == 3
-    assert 0.03 <= waited < 0.5
+    assert 0.05 <= waited < 30.0
 
 
 def test_full_batch_does_not_wait_for_deadline():
-    b = DynamicBatcher(max_batch=8, max_wait_s=10.0)
+    b = DynamicBatcher(max_batch=8, max_wait_s=60.0)
     b.submit(make_request([0, 1, 2, 3]))
     b.submit(make_request([4, 5, 6, 7]))
     t0 = time.perf_counter()
-    batch = b.next_batch(idle_timeout=1.0)
+    batch = b.next_batch(idle_timeout=60.0)
     assert [len(r) for r in batch] == [4, 4]
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 30.0  # not the 60 s deadline
 
 
 def test_max_batch_caps_and_keeps_order():
@@ -273,8 +275,12 @@ def test_unroll_queue_takes_exact_batches_in_order_and_blocks_when_full():
     q.put(chunks[0])  # 1 + 5 = 6: full now
     blocked = threading.Thread(target=q.put, args=(chunks[0],))
     blocked.start()
-    blocked.join(0.1)
-    assert blocked.is_alive()  # back-pressure
+    # Back-pressure: the put waits on the queue's condition (not merely slow to start).
+    deadline = time.monotonic() + 30
+    while not q._cond._waiters and blocked.is_alive():
+        assert time.monotonic() < deadline, "put neither blocked nor finished"
+        time.sleep(0.001)
+    assert blocked.is_alive() and q.depth() == 6
     assert q.take(3, timeout=1).slots.tolist() == [4, 0, 1]
     blocked.join(1)
     assert not blocked.is_alive() and q.depth() == 8
