@@ -106,3 +106,19 @@ def no_leaks():
 def runner_pid() -> int:
     """The test runner's pid (FaultyEnv('kill') refuses to kill it)."""
     return os.getpid()
+
+
+@pytest.fixture
+def force_layout(monkeypatch):
+    """A function that makes backend="auto" pick the given layout instead of measuring:
+    force_layout("process", 1, 2) gives one worker process and two envs stepped by the pool's
+    own process (the "process+main" layout auto picks for costly envs in sync mode)."""
+    import importlib
+
+    make_module = importlib.import_module("seedpool.envs.make")
+
+    def force(backend: str, num_workers: int, local_envs: int) -> None:
+        layout = make_module.Layout(backend, num_workers, local_envs)
+        monkeypatch.setattr(make_module, "auto_layout", lambda *args, **kwargs: layout)
+
+    return force

@@ -160,22 +160,6 @@ class MultiDiscreteEnv(gym.Env):
         return a.copy(), float(10 * a[0] + a[1]), self.t >= self.episode_len, False, {}
 
 
-class UnevenEnv(EchoEnv):
-    """An EchoEnv whose steps sleep `slow_s` when reset with a seed below `slow_below`.
-
-    Sleeping releases the GIL, so thread workers overlap as processes do.
-    """
-
-    def __init__(self, slow_s: float, slow_below: int, episode_len: int = 1000):
-        super().__init__(episode_len=episode_len)
-        self.slow_s, self.slow_below = slow_s, slow_below
-
-    def step(self, action: Any):
-        if self.seed_value < self.slow_below:
-            time.sleep(self.slow_s)
-        return super().step(action)
-
-
 class CostlyCartPole(gym.Wrapper):
     """CartPole whose step busy-waits `cost_s` (so backend="auto" sees a non-trivial step cost)."""
 
@@ -227,3 +211,114 @@ class OptionsEnv(gym.Env):
             pass
         self.t += 1
         return np.array([self.x, self.t], np.float32), 0.0, self.t >= 3, False, {}
+
+
+class GatedEnv(EchoEnv):
+    """An EchoEnv whose steps wait for `gate` (an Event) when reset with a seed below
+    `gated_below`; each such step that got through adds one to `passed` (a shared Value).
+
+    The gate and counter come from a fork context, so forked workers share them with the test.
+    """
+
+    def __init__(self, gate: Any, passed: Any, gated_below: int, wait_s: float = 30.0):
+        super().__init__(episode_len=1000)
+        self.gate, self.passed, self.gated_below, self.wait_s = gate, passed, gated_below, wait_s
+
+    def step(self, action: Any):
+        if self.seed_value < self.gated_below:
+            self.gate.wait(self.wait_s)
+            with self.passed.get_lock():
+                self.passed.value += 1
+        return super().step(action)
+
+
+class BlockingEnv(EchoEnv):
+    """An EchoEnv whose step `at_step` of each episode blocks on `gate` (an Event, for at most
+    an hour) when reset with `bad_seed`: a hung env that a test can release at its end."""
+
+    def __init__(self, gate: Any, at_step: int, bad_seed: int):
+        super().__init__(episode_len=50)
+        self.gate, self.at_step, self.bad_seed = gate, at_step, bad_seed
+
+    def step(self, action: Any):
+        if self.seed_value == self.bad_seed and self.t + 1 == self.at_step:
+            self.gate.wait(3600)
+        return super().step(action)
+
+
+NESTED_OBS_SPACES = {
+    "dict": lambda: spaces.Dict({
+        "a": spaces.Box(-np.inf, np.inf, (2,), np.float32),
+        "inner": spaces.Dict({"b": spaces.Box(-np.inf, np.inf, (3,), np.float32), "c": spaces.Discrete(50)}),
+    }),
+    "tuple": lambda: spaces.Tuple((
+        spaces.Box(-np.inf, np.inf, (2,), np.float64),
+        spaces.Dict({
+            "x": spaces.Discrete(7, start=1),
+            "y": spaces.Tuple((spaces.Box(0, 255, (2, 2), np.uint8), spaces.MultiBinary(3))),
+        }),
+    )),
+}
+NESTED_ACTION_SPACES = {
+    "discrete": lambda: spaces.Discrete(5),
+    "dict": lambda: spaces.Dict({
+        "move": spaces.Box(-1.0, 1.0, (2,), np.float32),
+        "pick": spaces.Discrete(4),
+        "more": spaces.Dict({"k": spaces.MultiDiscrete([2, 3])}),
+    }),
+    "tuple": lambda: spaces.Tuple((spaces.Discrete(3), spaces.Dict({"z": spaces.Box(-1.0, 1.0, (1,), np.float32)}))),
+}
+
+
+class NestedEnv(gym.Env):
+    """Nested Dict/Tuple observations (and optionally actions) drawn from the env's seeded RNG.
+
+    Every leaf of the observation changes with each step and with the action (the reward is
+    the sum of every number in the action), so a leaf left unwritten, a leaf of another env or
+    an action routed to the wrong env shows. Episodes last 3 to 6 steps (drawn at reset).
+    """
+
+    def __init__(self, obs_kind: str = "dict", action_kind: str = "discrete"):
+        self.observation_space = NESTED_OBS_SPACES[obs_kind]()
+        self.action_space = NESTED_ACTION_SPACES[action_kind]()
+        self.t, self.length = 0, 3
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t, self.length = 0, int(self.np_random.integers(3, 7))
+        return self._draw(self.observation_space, 0.0), {}
+
+    def step(self, action: Any):
+        self.t += 1
+        rew = _leaf_sum(action)
+        return self._draw(self.observation_space, rew), rew, self.t >= self.length, False, {}
+
+    def _draw(self, space: gym.Space, shift: float) -> Any:
+        rng = self.np_random
+        if isinstance(space, spaces.Dict):
+            return {k: self._draw(s, shift) for k, s in space.spaces.items()}
+        if isinstance(space, spaces.Tuple):
+            return tuple(self._draw(s, shift) for s in space.spaces)
+        if isinstance(space, spaces.Discrete):
+            return int(space.start + (self.t + int(shift * 10) + rng.integers(space.n)) % space.n)
+        if isinstance(space, spaces.MultiBinary):
+            return rng.integers(0, 2, space.shape).astype(space.dtype)
+        if space.dtype == np.uint8:
+            return rng.integers(0, 256, space.shape).astype(np.uint8)
+        return (rng.normal(size=space.shape) + self.t + shift).astype(space.dtype)
+
+
+def _leaf_sum(x: Any) -> float:
+    if isinstance(x, dict):
+        return sum(_leaf_sum(v) for v in x.values())
+    if isinstance(x, tuple):
+        return sum(_leaf_sum(v) for v in x)
+    return float(np.sum(x))
+
+
+class TextObsEnv(EchoEnv):
+    """An EchoEnv whose observation space nests a Text space (which the engine cannot batch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_space = spaces.Dict({"pos": spaces.Box(-1, 1, (2,)), "name": spaces.Text(8)})

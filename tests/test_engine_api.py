@@ -14,6 +14,21 @@ from envs_for_tests import BoxActionEnv, DictObsEnv, DiscreteObsEnv, EchoEnv, Mu
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
 BACKENDS = ["serial", "process"]
+CONFIGS = {
+    "serial": dict(backend="serial"),
+    "thread": dict(backend="thread", num_workers=2),
+    "process": dict(backend="process", num_workers=2),
+    "process+main": dict(backend="auto"),  # forced: one worker, half the envs in the main process
+}
+
+
+def make_as(name: str, task, num_envs: int, force_layout, **kwargs) -> seedpool.EnvPool:
+    """seedpool.make with the backend CONFIGS[name]; process+main is forced, not measured."""
+    if name == "process+main":
+        force_layout("process", 1, num_envs // 2)
+    pool = seedpool.make(task, num_envs=num_envs, **CONFIGS[name], **kwargs)
+    assert f"backend={name!r}" in repr(pool)
+    return pool
 
 
 def test_make_with_gymnasium_id_has_spaces_shapes_and_dtypes():
@@ -93,6 +108,29 @@ def test_episode_statistics_match_a_hand_count(backend):
             fresh = term | trunc
             ended += int(fresh.sum())
     assert ended >= 4, "the test needs episode ends to mean anything"
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_seed_none_leaves_envs_unseeded(name, force_layout):
+    # Gymnasium reads seed=None as "unseeded": each env draws its own entropy.
+    with make_as(name, "CartPole-v1", 2, force_layout, seed=None) as a, \
+            make_as(name, "CartPole-v1", 2, force_layout, seed=None) as b:
+        obs_a, _ = a.reset()
+        obs_b, _ = b.reset()
+        assert not np.array_equal(obs_a[0], obs_a[1]), "two unseeded envs started alike"
+        assert not np.array_equal(obs_a, obs_b), "two unseeded pools started alike"
+        obs, *_ = a.step(np.array([0, 1]))
+        assert obs.shape == (2, 4)
+    with make_as(name, "CartPole-v1", 2, force_layout, seed=[None, 4]) as pool:
+        obs, _ = pool.reset()
+        np.testing.assert_array_equal(obs[1], gym.make("CartPole-v1").reset(seed=4)[0])
+
+
+def test_negative_seeds_are_refused():
+    with pytest.raises(ValueError, match="non-negative"):
+        seedpool.make("CartPole-v1", num_envs=2, seed=-1)
+    with pytest.raises(ValueError, match="non-negative"):
+        seedpool.make("CartPole-v1", num_envs=2, seed=[0, -3])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -248,19 +286,9 @@ def test_discrete_observations(backend):
         assert pool.observation_space.contains(obs)
 
 
-OPTION_CONFIGS = {
-    "serial": dict(backend="serial"),
-    "thread": dict(backend="thread", num_workers=2),
-    "process": dict(backend="process", num_workers=2),
-    "auto (main share)": dict(backend="auto"),  # ~0.3 ms steps, sync: main + worker(s)
-}
-
-
-@pytest.mark.parametrize("name", list(OPTION_CONFIGS))
-def test_reset_options_reach_every_env_once(name):
-    with seedpool.make(lambda: OptionsEnv(cost_s=3e-4), num_envs=4, **OPTION_CONFIGS[name]) as pool:
-        if name.startswith("auto") and "main" not in pool.backend:
-            pytest.skip(f"auto chose {pool.backend!r} on this machine")
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_reset_options_reach_every_env_once(name, force_layout):
+    with make_as(name, OptionsEnv, 4, force_layout) as pool:
         obs, _ = pool.reset(seed=0, options={"x": 7})
         assert obs[:, 0].tolist() == [7.0] * 4
         for _ in range(4):  # the episodes end after 3 steps; autoreset passes no options

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import seedpool
-from envs_for_tests import BoxActionEnv, EchoEnv, FaultyEnv, ResetFailEnv
+from envs_for_tests import BlockingEnv, BoxActionEnv, EchoEnv, FaultyEnv, ResetFailEnv
 from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError, StepTimeoutError, WorkerDiedError
+from seedpool.envs.executor import ExecutorConfig
+from seedpool.envs.pool import EnvPool
+from seedpool.envs.spec import resolve
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -357,3 +361,52 @@ def test_restart_policy_replaces_a_hung_worker_after_step_timeout(runner_pid):
         np.testing.assert_array_equal(info["restarted"], [True, True, False, False])
         np.testing.assert_array_equal(trunc, [True, True, False, False])
         np.testing.assert_array_equal(rew[2:], [3, 4])
+
+
+# -- restart policy and thread workers --------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["backend='thread'", "auto choosing threads"])
+def test_restart_policy_refuses_thread_workers_which_cannot_be_replaced(how, force_layout):
+    # A thread cannot be killed, so a hung one could never be replaced: with this combination
+    # a step whose env hangs used to block forever instead of raising after step_timeout.
+    if how == "auto choosing threads":
+        force_layout("thread", 2, 0)
+    backend = "thread" if how == "backend='thread'" else "auto"
+    gate = threading.Event()
+    with pytest.raises(ValueError, match="backend='process'"):
+        seedpool.make(lambda: BlockingEnv(gate, 5, 0), num_envs=2, backend=backend, step_timeout=3.0,
+                      on_worker_death="restart")
+
+
+def test_a_hung_thread_worker_under_the_restart_policy_still_times_out():
+    # Below make(), which refuses this combination: an executor told to restart thread workers
+    # must still raise after step_timeout rather than wait for a kill that cannot happen.
+    timeout, gate = 1.0, threading.Event()
+    cfg = ExecutorConfig("thread", num_workers=2, local_envs=0, worker_spin_s=0.0, main_spin_s=0.0,
+                         step_timeout=timeout, restart_workers=True)
+    pool = EnvPool(resolve(lambda: BlockingEnv(gate, 2, 0)), 2, 2, [0, 1], "next_step", cfg)
+    outcome: list[BaseException] = []
+
+    def second_step() -> None:
+        try:
+            pool.step(np.array([1, 1]))  # env 0 blocks on its second step
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            outcome.append(exc)
+
+    try:
+        pool.reset()
+        pool.step(np.array([1, 1]))
+        caller = threading.Thread(target=second_step, daemon=True)
+        start = time.monotonic()
+        caller.start()
+        caller.join(timeout + 5.0)
+        blocked = caller.is_alive()
+        gate.set()  # release the env either way, so the worker thread ends
+        caller.join(5.0)
+        assert not blocked, "pool.step blocked past step_timeout"
+        assert len(outcome) == 1 and isinstance(outcome[0], StepTimeoutError), outcome
+        assert "envs [0]" in str(outcome[0]) and "backend='process'" in str(outcome[0])
+        assert timeout <= time.monotonic() - start
+    finally:
+        gate.set()
+        pool.close()

@@ -4,17 +4,29 @@ Only small integers cross process boundaries. A ring is an int32 array plus a pu
 head counter; the consumer keeps its own tail. Wake-ups go through POSIX semaphores
 (`multiprocessing.Semaphore`), which cost an atomic increment when nobody sleeps, and the
 waiting side may spin briefly first when it has a core to itself: a blocking hand-off to
-the other vCPU costs ~25-35 us each way on this kind of VM, a spin ~0.1 us.
+another core costs hundreds of times more than a spin (benchmarks/results/engine.md).
+
+Memory order: a producer stores the entries, then the head; a consumer loads the head, then
+the entries. Plain stores and loads keep that order on x86-64 (total store order), where
+the engine is tested; weakly ordered CPUs (arm64, POWER) may reorder them, and Python has
+no fences to forbid it. So worker processes are refused there (`ring_order_problem`), and
+`auto` steps envs in the pool's own process. Thread workers stay correct anywhere while a
+GIL serialises them: every ring access happens under the GIL, whose hand-offs are fences.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import platform
+import sys
 import time
 
 import numpy as np
 
 from seedpool.envs.spaces import empty
+
+# CPUs whose plain stores and loads are seen in program order by other cores (x86 TSO).
+_ORDERED_CPUS = ("x86_64", "amd64", "i386", "i686", "x86")
 
 # A command is (op << OP_SHIFT) | env_id.
 OP_SHIFT = 24
@@ -43,7 +55,7 @@ class Ring:
         for v in values:
             data[h % cap] = v
             h += 1
-        self.head[0] = h  # publish after the entries: x86 keeps stores in order
+        self.head[0] = h  # publish after the entries (in this order on x86-64: see above)
 
     def available(self) -> int:
         """Entries published and not yet taken by the consumer."""
@@ -59,6 +71,19 @@ class Ring:
             out = self.data[start:].tolist() + self.data[: n - (cap - start)].tolist()
         self.tail = t + n
         return out
+
+
+def ring_order_problem(backend: str) -> str | None:
+    """Why `backend`'s workers cannot use these rings on this machine, or None if they can."""
+    machine = platform.machine()
+    if backend not in ("process", "thread") or machine.lower() in _ORDERED_CPUS:
+        return None
+    if backend == "thread" and getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None
+    instead = "'serial'" if backend == "thread" else "'serial' or 'thread'"
+    return (f"backend={backend!r} is not supported on this {machine or 'unknown'} CPU: the engine's "
+            f"shared-memory rings rely on x86-64 store ordering. Use backend={instead} "
+            "(or 'auto', which picks serial here)")
 
 
 class Doorbell:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import pickle
+import queue
 import threading
 import time
 import traceback
@@ -20,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from seedpool.envs.buffers import FAILED, Buffers
-from seedpool.envs.channel import CLOSE, OP_SHIFT, OPTIONS, STEP, Doorbell, Ring, spin_until
-from seedpool.envs.errors import StepTimeoutError, WorkerDiedError
-from seedpool.envs.faults import POLL_S, WorkerFaults
+from seedpool.envs.buffers import FAILED, OK, Buffers
+from seedpool.envs.channel import CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.errors import EnvStepError, StepTimeoutError, WorkerDiedError
+from seedpool.envs.faults import POLL_S, FaultMonitor
+from seedpool.envs.handles import ProcessHandle, ThreadHandle, Worker
 from seedpool.envs.runner import EnvRunner
 from seedpool.envs.spec import TaskSpec
 from seedpool.envs.worker import Completions, WorkerLink, process_main, serve
-
 
 
 @dataclass
@@ -43,25 +44,7 @@ class ExecutorConfig:
     restart_workers: bool
 
 
-class _Worker:
-    """The pool's handle on one worker."""
-
-    def __init__(self, index: int, env_ids: list[int], link: WorkerLink, handle, errors_in, payloads_out):
-        self.index = index
-        self.env_ids = env_ids
-        self.link = link
-        self.handle = handle  # Process or Thread
-        self.errors_in = errors_in  # Connection to read, or the shared list
-        self.payloads_out = payloads_out  # Connection to write, or the shared list
-
-    def alive(self) -> bool:
-        return self.handle.is_alive()
-
-    def exitcode(self):
-        return getattr(self.handle, "exitcode", None)
-
-
-class Executor(WorkerFaults):
+class Executor:
     """Submits env commands and collects completions, across this process and workers."""
 
     def __init__(self, spec: TaskSpec, num_envs: int, buffers: Buffers, same_step: bool, cfg: ExecutorConfig):
@@ -70,7 +53,6 @@ class Executor(WorkerFaults):
         self.num_envs = num_envs
         self.b = buffers
         self.same_step = same_step
-        self.restart_count = 0
         n_remote = num_envs - cfg.local_envs
         local_ids = list(range(n_remote, num_envs))
         reuse = {local_ids[0]: spec.probe} if local_ids and spec.probe is not None else None
@@ -79,15 +61,14 @@ class Executor(WorkerFaults):
         spec.probe = None
         self.local = EnvRunner(spec, local_ids, num_envs, buffers, same_step, envs=reuse) if local_ids else None
         self.local_pending: list[int] = []
-        self.local_done: list[int] = []
         self.local_errors: dict[int, tuple[str, str]] = {}
         self.owner = np.full(num_envs, -1, np.int32)  # worker index per env, -1 = local
-        self.workers: list[_Worker] = []
+        self.workers: list[Worker] = []
         self.leftover: list[int] = []  # completions taken but not yet returned (after an error)
-        self.remote_errors: dict[int, tuple[str, str]] = {}
         self.in_flight: set[int] = set()
         self.sent_at = np.zeros(num_envs)  # when each env was last submitted to a worker
-        self._next_check = 0.0
+        self.faults = FaultMonitor(self.workers, self.sent_at, cfg.step_timeout, cfg.restart_workers,
+                                   stuck=self._owed, respawn=self._respawn)
         self.ctx = mp.get_context("fork") if cfg.kind == "process" else None
         if cfg.num_workers:
             self._start_workers(n_remote)
@@ -111,49 +92,59 @@ class Executor(WorkerFaults):
             self.workers.append(self._spawn(k, ids, restarted=False))
         self._wait_ready(list(range(cfg.num_workers)))
 
-    def _spawn(self, k: int, ids: list[int], restarted: bool) -> _Worker:
+    def _spawn(self, k: int, ids: list[int], restarted: bool) -> Worker:
+        """Start worker k for env ids: a forked process, or a thread of this process."""
         ctx, cfg = self.ctx, self.cfg
-        shared = ctx is not None
-        if shared:
-            errors_in, errors_out = ctx.Pipe(duplex=False)
-            payloads_in, payloads_out = ctx.Pipe(duplex=False)
-        else:
-            errors_in = errors_out = []
-            payloads_in = payloads_out = []
         self.ready[k] = 0
-        link = WorkerLink(Ring(len(ids) + 3, shared), Doorbell(ctx), errors_out, cfg.worker_spin_s,
-                          payloads_in)
         spec, n, b, same = self.spec, self.num_envs, self.b, self.same_step
 
         def make_runner() -> EnvRunner:
             return EnvRunner(spec, ids, n, b, same, restarted=restarted)
 
-        if shared:
-            handle = ctx.Process(
+        if ctx is not None:
+            errors_in, errors_out = ctx.Pipe(duplex=False)
+            payloads_in, payloads_out = ctx.Pipe(duplex=False)
+            link = WorkerLink(Ring(len(ids) + 3, True), Doorbell(ctx), errors_out.send, cfg.worker_spin_s,
+                              payloads_in.recv)
+            process = ctx.Process(
                 target=process_main,
                 args=(make_runner, link, self.done, self.ready, k, os.getpid(), _on_main_thread()),
                 name=f"seedpool-worker-{k}",
                 daemon=True,
             )
-            handle.start()
+            process.start()
             errors_out.close()  # the child holds the write end
             payloads_in.close()  # and the read end of its payloads
-        else:
-            runner = make_runner()
-            self.ready[k] = 1
-            handle = threading.Thread(target=serve, args=(runner, link, self.done, None), daemon=True)
-            handle.start()
-        return _Worker(k, ids, link, handle, errors_in, payloads_out)
+            return Worker(k, ids, link, ProcessHandle(process, errors_in, payloads_out))
+        errors: queue.SimpleQueue = queue.SimpleQueue()
+        payloads: queue.SimpleQueue = queue.SimpleQueue()
+        link = WorkerLink(Ring(len(ids) + 3, False), Doorbell(None), errors.put, cfg.worker_spin_s, payloads.get)
+        runner = make_runner()
+        self.ready[k] = 1
+        thread = threading.Thread(target=serve, args=(runner, link, self.done, None),
+                                  name=f"seedpool-worker-{k}", daemon=True)
+        thread.start()
+        return Worker(k, ids, link, ThreadHandle(thread, errors, payloads))
+
+    def _respawn(self, dead: Worker, lost: list[int]) -> None:
+        """Replace a dead worker; the envs it owed a result come back reset, reported
+        truncated and RESTARTED (the others on their next step)."""
+        new = self._spawn(dead.index, dead.env_ids, restarted=True)
+        self.workers[dead.index] = new
+        self._wait_ready([dead.index])
+        if lost:
+            self.sent_at[lost] = time.monotonic()
+            new.link.commands.push([(RECOVER << OP_SHIFT) | i for i in lost])
+            new.link.bell.ring()
 
     def _wait_ready(self, indices: list[int], timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         while not all(self.ready[k] for k in indices):
             for k in indices:
                 w = self.workers[k]
-                if not self.ready[k] and not w.alive():
-                    self._drain_errors(w)
-                    err = self.remote_errors.pop(-1, None)
-                    detail = f"\n{err[1]}" if err else f" (exit code {w.exitcode()})"
+                if not self.ready[k] and not w.handle.alive():
+                    err = self.faults.take_report(w, -1)
+                    detail = f"\n{err[1]}" if err else f" (exit code {w.handle.exitcode()})"
                     self.close()
                     raise WorkerDiedError(f"worker {k} failed while creating its envs{detail}")
             if time.monotonic() > deadline:
@@ -197,12 +188,9 @@ class Executor(WorkerFaults):
         for w in self.workers:
             # The command goes first: the worker then reads the payload, so a payload larger
             # than the pipe's buffer cannot block us while the worker waits for a command.
-            if data is None:
-                w.payloads_out.append(options)
             w.link.commands.push([OPTIONS << OP_SHIFT])
             w.link.bell.ring()
-            if data is not None:
-                w.payloads_out.send_bytes(data)
+            w.handle.send_payload(options, data)
 
     def wait(self, n: int) -> list[int]:
         """Return n finished env ids, oldest first; raise if an env failed or a worker died."""
@@ -215,7 +203,7 @@ class Executor(WorkerFaults):
             got = self._collect(n)
         if self.workers:
             self.in_flight.difference_update(got)
-            self._maybe_health_check()
+            self.faults.maybe_check()
         if self.local_errors or self.workers and self.b.status[got].any():
             failed = [i for i in got if self.b.status[i] == FAILED]
         else:
@@ -291,13 +279,39 @@ class Executor(WorkerFaults):
                 if h >= head:
                     return
                 if not done.bell.wait(POLL_S):
-                    self._health_check()
+                    self.faults.check()
         finally:
             done.target[0] = 1 << 62
 
+    # -- faults ---------------------------------------------------------------------------
+    @property
+    def restart_count(self) -> int:
+        """How many dead workers were replaced."""
+        return self.faults.restart_count
+
+    def _error_for(self, i: int) -> EnvStepError:
+        if i in self.local_errors:
+            op, tb = self.local_errors.pop(i)
+        else:
+            w = self.workers[int(self.owner[i])]
+            op, tb = self.faults.take_report(w, i) or ("step", "(the worker sent no traceback)")
+        self.b.status[i] = OK
+        return EnvStepError(i, op, tb)
+
+    def _owed(self) -> dict[int, list[int]]:
+        """In-flight env ids per worker that have not published a result."""
+        ring = self.done.ring
+        published = {int(ring.data[j % ring.capacity]) for j in range(ring.tail, ring.head[0])}
+        owed: dict[int, list[int]] = {}
+        for i in sorted(self.in_flight - published - set(self.leftover)):
+            k = int(self.owner[i])
+            if k >= 0:
+                owed.setdefault(k, []).append(i)
+        return owed
+
     # -- shutdown -------------------------------------------------------------------------
     def close(self, timeout: float = 2.0) -> None:
-        """Stop workers (politely, then by force) and close every env."""
+        """Stop workers (politely, then by force where possible) and close every env."""
         for w in self.workers:
             try:
                 w.link.commands.push([CLOSE << OP_SHIFT])
@@ -308,13 +322,10 @@ class Executor(WorkerFaults):
         for w in self.workers:
             w.handle.join(max(0.0, deadline - time.monotonic()))
         for w in self.workers:
-            if w.alive() and hasattr(w.handle, "kill"):
-                w.handle.kill()
-                w.handle.join(1.0)
-            for conn in (w.errors_in, w.payloads_out):
-                if hasattr(conn, "close"):
-                    conn.close()
-        self.workers = []
+            if w.handle.alive():
+                w.handle.kill()  # a thread cannot be: it is a daemon, left to finish on its own
+            w.handle.release()
+        self.workers.clear()  # in place: the fault monitor holds the same list
         if self.local is not None:
             self.local.close()
             self.local = None

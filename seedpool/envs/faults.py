@@ -1,117 +1,100 @@
 """What the executor does about failures: health checks, worker restarts, error reports.
 
-`WorkerFaults` is a part of `Executor` (seedpool/envs/executor.py), split out by meaning:
-it reads the executor's workers, in-flight envs, submit times and completion ring, and
-replaces dead workers through the executor's `_spawn` and `_wait_ready`.
+The executor holds one `FaultMonitor` and tells it everything it needs when it builds it:
+the list of workers (shared: a restarted worker replaces its entry), when each env was last
+submitted, how to find the envs a worker still owes, and how to replace a worker.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Callable
 
-from seedpool.envs.buffers import OK
-from seedpool.envs.channel import OP_SHIFT, RECOVER
-from seedpool.envs.errors import EnvStepError, StepTimeoutError, WorkerDiedError
+import numpy as np
 
-if TYPE_CHECKING:
-    from seedpool.envs.executor import _Worker
+from seedpool.envs.errors import StepTimeoutError, WorkerDiedError
+from seedpool.envs.handles import Worker
 
 POLL_S = 0.05  # how often a blocked wait checks that workers are alive
 
 
-class WorkerFaults:
-    """Finds dead and hung workers, restarts them when asked to, and turns env failures
-    into `EnvStepError`s carrying the worker's traceback."""
+class FaultMonitor:
+    """Finds dead and hung workers, restarts them when asked to, and keeps the env error
+    reports they send until the pool asks for one."""
 
-    def _maybe_health_check(self) -> None:
+    def __init__(
+        self,
+        workers: list[Worker],
+        sent_at: np.ndarray,
+        step_timeout: float | None,
+        restart: bool,
+        stuck: Callable[[], dict[int, list[int]]],
+        respawn: Callable[[Worker, list[int]], None],
+    ):
+        self.workers = workers  # the executor's own list
+        self.sent_at = sent_at  # per env: when it was last submitted to a worker
+        self.step_timeout = step_timeout
+        self.restart = restart
+        self.stuck = stuck  # in-flight env ids per worker index that have no result yet
+        self.respawn = respawn  # replace a dead worker; resubmit the given envs as RECOVER
+        self.restart_count = 0
+        self._next_check = 0.0
+        self._reports: dict[int, tuple[str, str]] = {}  # env id -> (op, traceback)
+
+    def maybe_check(self) -> None:
         """Every POLL_S, even when completions keep coming: a dead or hung worker must not
         go unnoticed just because the other workers can fill every batch."""
         now = time.monotonic()
         if now >= self._next_check:
             self._next_check = now + POLL_S
-            self._health_check()
+            self.check()
 
-    def _health_check(self) -> None:
-        self._check_workers()
-        timeout = self.cfg.step_timeout
+    def check(self) -> None:
+        """Raise (or restart) for dead workers and for envs in flight past step_timeout."""
+        self._check_alive()
+        timeout = self.step_timeout
         if timeout is None:
             return
         now = time.monotonic()
-        late = {k: ids for k, ids in self._stuck().items() if now - self.sent_at[ids].min() > timeout}
+        late = {k: ids for k, ids in self.stuck().items() if now - self.sent_at[ids].min() > timeout}
         if not late:
             return
-        if not self.cfg.restart_workers:
-            summary = "; ".join(f"worker {k} envs {ids}" for k, ids in late.items())
+        summary = "; ".join(f"worker {k} envs {ids}" for k, ids in late.items())
+        if not self.restart:
             raise StepTimeoutError(
                 f"envs in flight for more than step_timeout={timeout:g} s: {summary}. Close the pool, "
-                "or create it with on_worker_death='restart' to replace hung workers"
+                "or create it with on_worker_death='restart' (backend='process') to replace hung workers"
             )
         for k in late:
-            handle = self.workers[k].handle
-            if hasattr(handle, "kill"):
-                handle.kill()
-                handle.join(1.0)
-        self._check_workers()
-
-    def _check_workers(self) -> None:
-        for w in self.workers:
-            if w.alive():
-                continue
-            lost = w.env_ids
-            if not self.cfg.restart_workers:
-                raise WorkerDiedError(
-                    f"worker {w.index} (envs {_span(lost)}) died with exit code {w.exitcode()}; "
-                    "create the pool with on_worker_death='restart' to carry on instead"
+            if not self.workers[k].handle.kill():
+                raise StepTimeoutError(
+                    f"envs in flight for more than step_timeout={timeout:g} s: {summary}. This worker "
+                    "cannot be stopped and replaced (only backend='process' restarts workers)"
                 )
-            self._restart(w)
+        self._check_alive()
 
-    def _restart(self, dead: _Worker) -> None:
-        """Replace a dead worker; its envs come back reset, reported truncated and RESTARTED."""
-        self._drain_errors(dead)
-        lost = self._stuck().get(dead.index, [])
-        new = self._spawn(dead.index, dead.env_ids, restarted=True)
-        self.workers[dead.index] = new
-        self._wait_ready([dead.index])
-        self.restart_count += 1
-        if lost:
-            self.sent_at[lost] = time.monotonic()
-            new.link.commands.push([(RECOVER << OP_SHIFT) | i for i in lost])
-            new.link.bell.ring()
+    def _check_alive(self) -> None:
+        for w in self.workers:
+            if w.handle.alive():
+                continue
+            if not self.restart:
+                raise WorkerDiedError(
+                    f"worker {w.index} (envs {_span(w.env_ids)}) died with exit code "
+                    f"{w.handle.exitcode()}; create the pool with on_worker_death='restart' to carry on instead"
+                )
+            self._collect(w)
+            lost = self.stuck().get(w.index, [])
+            self.respawn(w, lost)
+            self.restart_count += 1
 
-    def _drain_errors(self, w: _Worker) -> None:
-        if isinstance(w.errors_in, list):
-            items, w.errors_in[:] = list(w.errors_in), []
-        else:
-            items = []
-            try:
-                while w.errors_in.poll():
-                    items.append(w.errors_in.recv())
-            except (EOFError, OSError):
-                pass
-        for i, op, tb in items:
-            self.remote_errors[i] = (op, tb)
+    def take_report(self, w: Worker, env_id: int) -> tuple[str, str] | None:
+        """The (op, traceback) that `w` reported for `env_id` (-1: its env factory), if any."""
+        self._collect(w)
+        return self._reports.pop(env_id, None)
 
-    def _error_for(self, i: int) -> EnvStepError:
-        if i in self.local_errors:
-            op, tb = self.local_errors.pop(i)
-        else:
-            w = self.workers[int(self.owner[i])]
-            self._drain_errors(w)
-            op, tb = self.remote_errors.pop(i, ("step", "(the worker sent no traceback)"))
-        self.b.status[i] = OK
-        return EnvStepError(i, op, tb)
-
-    def _stuck(self) -> dict[int, list[int]]:
-        """In-flight env ids per worker that have not published a result."""
-        ring = self.done.ring
-        published = {int(ring.data[j % ring.capacity]) for j in range(ring.tail, ring.head[0])}
-        stuck: dict[int, list[int]] = {}
-        for i in sorted(self.in_flight - published - set(self.leftover)):
-            k = int(self.owner[i])
-            if k >= 0:
-                stuck.setdefault(k, []).append(i)
-        return stuck
+    def _collect(self, w: Worker) -> None:
+        for i, op, tb in w.handle.error_reports():
+            self._reports[i] = (op, tb)
 
 
 def _span(ids: list[int]) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
+from seedpool.envs import spaces
+from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.executor import ExecutorConfig
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, _seeds
 from seedpool.envs.runner import probe_step_cost
@@ -13,9 +15,9 @@ from seedpool.envs.spec import Task, TaskSpec, resolve
 BACKENDS = ("auto", "serial", "thread", "process")
 ON_WORKER_DEATH = ("raise", "restart")
 
-# Rules for backend="auto", from benchmarks/results/engine.md on a 2-vCPU VM: a hand-off to a
-# worker on the other core costs ~30 us each way, and two Python processes running flat out
-# give only ~1.4x. Below this much env work per batch, stepping in-process wins.
+# Rules for backend="auto", from benchmarks/results/engine.md: a hand-off to a worker on
+# another core costs tens of microseconds each way, and two Python processes running flat out
+# give well under 2x. Below this much env work per batch, stepping in-process wins.
 SERIAL_BELOW_S = 150e-6
 # In async mode, up to this much work per batch, the pool's process steps a share of the envs
 # itself (one hand-off per batch instead of two); above it, it stays free for the policy.
@@ -37,7 +39,7 @@ def make(
     batch_size: int | None = None,
     num_workers: int | None = None,
     backend: str = "auto",
-    seed: int | Sequence[int] = 0,
+    seed: int | Sequence[int | None] | None = 0,
     autoreset: str = "next_step",
     max_episode_steps: int | None = None,
     step_timeout: float | None = 600.0,
@@ -49,10 +51,14 @@ def make(
 
     `batch_size < num_envs` gives async mode (send/recv, first finished envs come back).
     `backend`: "serial" (in this process), "thread", "process", or "auto" (chosen by the
-    measured cost of a step). `step_timeout`: seconds without any env finishing before
-    `StepTimeoutError` (None: wait forever). `on_worker_death`: "raise" (WorkerDiedError)
-    or "restart" (the worker's envs are reset and reported truncated, info["restarted"]).
-    `info_keys`: scalar info entries of your env to forward, e.g. {"x_position": "float64"}.
+    measured cost of a step). `seed`: env i gets seed + i; a list gives one per env; None
+    leaves envs unseeded. `step_timeout`: seconds an env may stay in a worker without a
+    result before `StepTimeoutError` (None: wait forever; the serial backend steps in this
+    process and cannot time out). `on_worker_death`: "raise" (WorkerDiedError) or "restart"
+    (the worker's envs are reset and reported truncated, info["restarted"]); only worker
+    processes can be replaced, so "restart" refuses backend="thread", and with the serial
+    backend there is no worker to lose. `info_keys`: scalar info entries of your env to
+    forward, e.g. {"x_position": "float64"}.
     """
     if not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -67,10 +73,33 @@ def make(
         raise ValueError(f"on_worker_death must be one of {ON_WORKER_DEATH}, got {on_worker_death!r}")
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
+    restart = on_worker_death == "restart"
     seeds = _seeds(seed, num_envs)
     spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
-    cfg = plan(spec, num_envs, batch_size, num_workers, backend, step_timeout, on_worker_death == "restart")
+    try:
+        spaces.check(spec.observation_space, "observation")
+        spaces.check(spec.action_space, "action")
+        cfg = plan(spec, num_envs, batch_size, num_workers, backend, step_timeout, restart)
+    except BaseException:
+        if spec.probe is not None:
+            spec.probe.close()
+        raise
     return EnvPool(spec, num_envs, batch_size, seeds, autoreset, cfg)
+
+
+_THREADS_CANNOT_RESTART = (
+    "on_worker_death='restart' needs backend='process': a thread worker cannot be killed, so a "
+    "hung or broken one cannot be replaced. Use backend='process' (or 'auto'), or keep threads "
+    "with on_worker_death='raise'"
+)
+
+
+class Layout(NamedTuple):
+    """Where `auto` puts envs: the backend, its worker count, and envs the pool steps itself."""
+
+    backend: str
+    num_workers: int | None
+    local_envs: int
 
 
 def plan(
@@ -82,11 +111,17 @@ def plan(
     step_timeout: float | None,
     restart: bool,
 ) -> ExecutorConfig:
-    """Decide where envs run: the executor configuration for a backend request."""
+    """Decide where envs run: the executor configuration for a backend request (a ValueError
+    for a combination this machine or the restart policy cannot honour)."""
     cores = usable_cores()
     local = 0
     if backend == "auto":
-        backend, num_workers, local = _auto(spec, num_envs, batch_size, num_workers, cores, restart)
+        backend, num_workers, local = auto_layout(spec, num_envs, batch_size, num_workers, cores, restart)
+    if backend == "thread" and restart:
+        raise ValueError(_THREADS_CANNOT_RESTART)
+    unsupported = ring_order_problem(backend)
+    if unsupported:
+        raise ValueError(unsupported)
     if backend == "serial":
         return ExecutorConfig("serial", 0, num_envs, 0.0, 0.0, step_timeout, False)
     workers = min(num_workers or cores, num_envs - local)
@@ -104,20 +139,27 @@ def plan(
     )
 
 
-def _auto(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | None, cores: int,
-          isolate: bool):
+def auto_layout(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | None, cores: int,
+                isolate: bool) -> Layout:
+    """The layout `backend="auto"` picks from the task's measured step cost and the machine.
+
+    It never picks threads (whether an env's step releases the GIL cannot be seen from
+    outside), and picks serial where worker processes are unsupported (see channel.py).
+    """
+    if ring_order_problem("process"):
+        return Layout("serial", 0, num_envs)
     sync = batch_size == num_envs
     if spec.prefer_processes:
         work = None  # GIL-holding steps (Atari): never serial, never threads
     else:
         work = probe_step_cost(spec) * batch_size
         if cores < 2 or num_envs < 2 or work < SERIAL_BELOW_S:
-            return "serial", 0, num_envs
+            return Layout("serial", 0, num_envs)
     # In sync mode the pool's process only waits while the envs step, so it steps a share
     # itself; in async mode it stays free for the policy unless a batch is little work. Not
     # when dead workers are to be restarted: an env that crashes or hangs in the pool's own
     # process cannot be.
     if cores >= 2 and not isolate and (sync or (work is not None and work < SHARE_MAIN_BELOW_S)):
         workers = num_workers or (cores - 1)
-        return "process", workers, num_envs // (workers + 1)
-    return "process", num_workers, 0
+        return Layout("process", workers, num_envs // (workers + 1))
+    return Layout("process", num_workers, 0)

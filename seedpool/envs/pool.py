@@ -13,6 +13,7 @@ from seedpool.envs.buffers import RESTARTED, Buffers
 from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
+from seedpool.envs.spaces import Nested
 from seedpool.envs.spec import TaskSpec
 
 AUTORESET_MODES = ("next_step", "same_step")
@@ -42,6 +43,9 @@ class EnvPool:
         self.observation_space = gym.vector.utils.batch_space(spec.observation_space, batch_size)
         self.action_space = gym.vector.utils.batch_space(spec.action_space, batch_size)
         self._restart_info = executor_cfg.restart_workers
+        # Where a Dict/Tuple action's batch size is read from (its first leaf); None: flat.
+        nested = isinstance(spec.action_space, spaces.COMPOSITE)
+        self._action_path = spaces.leaves(spec.action_space)[0][0] if nested else None
         shared = executor_cfg.kind == "process"
         self._b = Buffers.allocate(spec, num_envs, shared=shared, same_step=autoreset == "same_step")
         self._b.seed[:] = seeds
@@ -55,7 +59,7 @@ class EnvPool:
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------
-    def reset(self, seed: int | Sequence[int] | None = None, options: dict | None = None):
+    def reset(self, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
         """Reset every env (env i gets seed + i when a seed is given, and `options`, which
         must be picklable for the process backend); returns (obs, info)."""
         self._check_open()
@@ -97,7 +101,11 @@ class EnvPool:
     def _send(self, action: Any, env_id: Any) -> np.ndarray:
         self._check_open()
         if env_id is None:
-            n = _leading_dim(action)
+            path = self._action_path
+            if path is None:
+                n = _leading_dim(action)
+            else:
+                n = _nested_leading_dim(action, path, self.single_action_space)
             if n != self.num_envs:
                 raise ValueError(
                     f"send() without env_id needs one action per env ({self.num_envs}), got {n}; "
@@ -198,7 +206,7 @@ class EnvPool:
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the worker processes (empty for serial and thread backends)."""
-        return [w.handle.pid for w in self._exec.workers if hasattr(w.handle, "pid")]
+        return [w.handle.pid for w in self._exec.workers if w.handle.pid is not None]
 
     def close(self) -> None:
         """Stop workers and close envs; safe to call twice."""
@@ -219,26 +227,41 @@ class EnvPool:
 
 
 def _leading_dim(action: Any) -> int:
-    if isinstance(action, dict):
-        return _leading_dim(next(iter(action.values())))
     a = np.asarray(action)
     return a.shape[0] if a.ndim else 1
 
 
+def _nested_leading_dim(action: Any, path: spaces.Path, space: gym.Space) -> int:
+    """The batch size of an action for a Dict or Tuple space: that of its leaf at `path`."""
+    leaf = action
+    try:
+        for key in path:
+            leaf = leaf[key]
+    except (KeyError, IndexError, TypeError):
+        validate.actions(space, action, 1)  # raises, saying which structure was expected
+        raise
+    return _leading_dim(leaf)
+
+
 def _write_rows(buf: spaces.Tree, ids: np.ndarray, act: Any, whole: bool) -> None:
-    if isinstance(buf, dict):
-        for k, b in buf.items():
-            _write_rows(b, ids, act[k], whole)
+    if type(buf) is Nested:
+        buf.write_rows(Ellipsis if whole else ids, act)
     elif whole:
         buf[...] = act
     else:
         buf[ids] = act
 
 
-def _seeds(seed: int | Sequence[int], n: int) -> list[int]:
+def _seeds(seed: int | Sequence[int | None] | None, n: int) -> list[int]:
+    """One seed per env, -1 for unseeded: seed + i, a list of one per env, or None (all unseeded)."""
+    if seed is None:
+        return [-1] * n
     if isinstance(seed, (int, np.integer)):
-        return [int(seed) + i for i in range(n)]
-    seeds = [int(s) for s in seed]
-    if len(seeds) != n:
-        raise ValueError(f"a list of seeds needs one per env ({n}), got {len(seeds)}")
-    return seeds
+        values: list[int | None] = [int(seed) + i for i in range(n)]
+    else:
+        values = [None if s is None else int(s) for s in seed]
+        if len(values) != n:
+            raise ValueError(f"a list of seeds needs one per env ({n}), got {len(values)}")
+    if any(s is not None and s < 0 for s in values):
+        raise ValueError(f"seeds must be non-negative integers or None (unseeded), got {seed!r}")
+    return [-1 if s is None else s for s in values]

@@ -23,8 +23,8 @@ def action_reader(space: gym.Space, buf: spaces.Tree) -> Callable[[int], Any]:
     if isinstance(space, gym.spaces.Discrete):
         # A numpy integer: gymnasium's Discrete.contains checks it faster than a Python int.
         return buf.__getitem__
-    if isinstance(space, gym.spaces.Dict):
-        return lambda i: {k: v.copy() for k, v in spaces.row(buf, i).items()}
+    if type(buf) is spaces.Nested:  # Dict or Tuple, nested to any depth
+        return buf.row_copy
     return lambda i: buf[i].copy()  # the env may keep it; the buffer is reused
 
 
@@ -119,7 +119,7 @@ class EnvRunner:
         elapsed_step, episode_return = b.elapsed_step, b.episode_return
         envs, needs_reset, elapsed, returns = self.envs, self.needs_reset, self.elapsed, self.returns
         read_action, limit, same_step = self.read_action, self.limit, self.same_step
-        write_obs = b.obs.__setitem__ if not isinstance(b.obs, dict) else lambda i, o: spaces.write(b.obs, i, o)
+        write_obs = b.obs.write if type(b.obs) is spaces.Nested else b.obs.__setitem__
         info_items = self.info_items
         i = -1
         try:

@@ -1,9 +1,11 @@
 """Buffers shaped like gymnasium spaces: allocation, row writes and batched gathers.
 
-A buffer is either one numpy array with a leading env dimension or, for Dict spaces, a
-dict of such buffers. Arrays live in anonymous shared memory when the pool uses worker
-processes: forked workers inherit the mapping, so nothing is ever named in /dev/shm and
-nothing can be left behind there.
+A buffer for a Box, Discrete, MultiDiscrete or MultiBinary space is one numpy array with a
+leading env dimension. For a Dict or Tuple space, nested to any depth, it is a `Nested`:
+one such array per leaf, with the path of keys and indices that leads to it, rebuilt into
+dicts and tuples as gymnasium's vector envs return them. Arrays live in anonymous shared
+memory when the pool uses worker processes: forked workers inherit the mapping, so nothing
+is ever named in /dev/shm and nothing can be left behind there.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any, Callable, Union
 import gymnasium as gym
 import numpy as np
 
-Tree = Union[np.ndarray, dict[str, "Tree"]]
+COMPOSITE = (gym.spaces.Dict, gym.spaces.Tuple)
+LEAVES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+Path = tuple[Union[str, int], ...]
 
 
 def empty(shape: tuple[int, ...], dtype: Any, shared: bool) -> np.ndarray:
@@ -28,34 +32,117 @@ def empty(shape: tuple[int, ...], dtype: Any, shared: bool) -> np.ndarray:
 
 
 def leaf_layout(space: gym.Space) -> tuple[tuple[int, ...], np.dtype]:
-    """Shape and dtype of one element of a non-Dict space."""
+    """Shape and dtype of one element of a leaf (non-Dict, non-Tuple) space, as gymnasium
+    batches it."""
     if isinstance(space, gym.spaces.Box):
         return tuple(space.shape), np.dtype(space.dtype)
     if isinstance(space, gym.spaces.Discrete):
-        return (), np.dtype(np.int64)
+        return (), np.dtype(space.dtype)
     if isinstance(space, gym.spaces.MultiDiscrete):
         return tuple(space.nvec.shape), np.dtype(space.dtype)
     if isinstance(space, gym.spaces.MultiBinary):
         return tuple(np.atleast_1d(space.n)), np.dtype(space.dtype)
-    raise TypeError(
-        f"seedpool cannot batch a {type(space).__name__} space; supported: Box, Discrete, "
-        "MultiDiscrete, MultiBinary and Dict of those"
-    )
+    raise TypeError(_unsupported(space))
+
+
+def check(space: gym.Space, role: str) -> None:
+    """Raise a TypeError naming the part of `space` the engine cannot batch exactly."""
+    for path, leaf in leaves(space):
+        if not isinstance(leaf, LEAVES):
+            where = "".join(f"[{p!r}]" for p in path)
+            raise TypeError(f"{role} space{where}: {_unsupported(leaf)}")
+    if isinstance(space, COMPOSITE) and not leaves(space):
+        raise TypeError(f"{role} space {space} has no entries: seedpool cannot batch an empty "
+                        f"{type(space).__name__}")
+
+
+def _unsupported(space: gym.Space) -> str:
+    return (f"seedpool cannot batch a {type(space).__name__} space; supported: Box, Discrete, "
+            "MultiDiscrete, MultiBinary, and Dict and Tuple of those nested to any depth")
+
+
+def leaves(space: gym.Space, path: Path = ()) -> list[tuple[Path, gym.Space]]:
+    """Every non-Dict, non-Tuple subspace of `space` with its path, in gymnasium's order."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for k, s in space.spaces.items() for leaf in leaves(s, (*path, k))]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for k, s in enumerate(space.spaces) for leaf in leaves(s, (*path, k))]
+    return [(path, space)]
+
+
+class Nested:
+    """A buffer for a Dict or Tuple space: one array per leaf, rebuilt into the space's nesting."""
+
+    def __init__(self, space: gym.Space, n: int, shared: bool):
+        found = leaves(space)
+        self.paths: list[Path] = [path for path, _ in found]
+        self.arrays: list[np.ndarray] = []
+        for _, leaf in found:
+            shape, dtype = leaf_layout(leaf)
+            self.arrays.append(empty((n, *shape), dtype, shared))
+        self.items = list(zip(self.paths, self.arrays))
+        self.build: Callable[[list[Any]], Any] = _builder(space, iter(range(len(found))))
+
+    def write(self, i: int, value: Any) -> None:
+        """Store one element (a dict/tuple of the space's nesting) at row i."""
+        for path, arr in self.items:
+            v = value
+            for p in path:
+                v = v[p]
+            arr[i] = v
+
+    def write_rows(self, rows: Any, batch: Any) -> None:
+        """Store a batch (the space's nesting of arrays with a leading dim) at `rows`
+        (an index array, or Ellipsis for every row)."""
+        for path, arr in self.items:
+            v = batch
+            for p in path:
+                v = v[p]
+            arr[rows] = v
+
+    def gather(self, take: Callable[[np.ndarray], np.ndarray]) -> Any:
+        """The space's nesting of `take(leaf array)` for every leaf."""
+        return self.build([take(a) for a in self.arrays])
+
+    def row_copy(self, i: int) -> Any:
+        """Env i's element as the env expects it: the space's nesting of fresh copies."""
+        return self.build([a[i].copy() for a in self.arrays])
+
+
+def _builder(space: gym.Space, counter) -> Callable[[list[Any]], Any]:
+    """A function that nests a flat list of leaf values (in `leaves` order) like `space`."""
+    if isinstance(space, gym.spaces.Dict):
+        keys = list(space.spaces)
+        if not any(isinstance(s, COMPOSITE) for s in space.spaces.values()):
+            idx = [next(counter) for _ in keys]
+            return lambda xs: {k: xs[j] for k, j in zip(keys, idx)}
+        subs = [(k, _builder(s, counter)) for k, s in space.spaces.items()]
+        return lambda xs: {k: f(xs) for k, f in subs}
+    if isinstance(space, gym.spaces.Tuple):
+        if not any(isinstance(s, COMPOSITE) for s in space.spaces):
+            idx = [next(counter) for _ in space.spaces]
+            return lambda xs: tuple([xs[j] for j in idx])
+        fns = [_builder(s, counter) for s in space.spaces]
+        return lambda xs: tuple([f(xs) for f in fns])
+    j = next(counter)
+    return lambda xs: xs[j]
+
+
+Tree = Union[np.ndarray, Nested]
 
 
 def alloc(space: gym.Space, n: int, shared: bool) -> Tree:
     """A buffer holding `n` elements of `space`."""
-    if isinstance(space, gym.spaces.Dict):
-        return {k: alloc(s, n, shared) for k, s in space.spaces.items()}
+    if isinstance(space, COMPOSITE):
+        return Nested(space, n, shared)
     shape, dtype = leaf_layout(space)
     return empty((n, *shape), dtype, shared)
 
 
 def write(buf: Tree, i: int, value: Any) -> None:
     """Store one element at row i."""
-    if isinstance(buf, dict):
-        for k, b in buf.items():
-            b[i] = value[k]
+    if type(buf) is Nested:
+        buf.write(i, value)
     else:
         buf[i] = value
 
@@ -64,20 +151,13 @@ def taker(sel: np.ndarray | slice | None) -> Callable[[np.ndarray], np.ndarray]:
     """A function returning a fresh copy of the rows `sel` of an array (an index array, a
     slice, or all rows when None); fancy indexing copies already, a slice needs `.copy()`."""
     if sel is None:
-        return np.ndarray.copy  # the method: np.copy() costs ~1 us more in dispatch
+        return np.ndarray.copy  # the method: cheaper to dispatch than the np.copy function
     if isinstance(sel, slice):
         return lambda a: a[sel].copy()
     return lambda a: a[sel]
 
 
-def gather(buf: Tree, sel: np.ndarray | slice | None) -> Tree:
+def gather(buf: Tree, sel: np.ndarray | slice | None) -> Any:
     """A fresh copy of the rows `sel` of every array in `buf` (see `taker`)."""
     take = taker(sel)
-    return {k: gather(b, sel) for k, b in buf.items()} if isinstance(buf, dict) else take(buf)
-
-
-def row(buf: Tree, i: int) -> Any:
-    """A view of row i (dict of views for Dict spaces)."""
-    if isinstance(buf, dict):
-        return {k: row(b, i) for k, b in buf.items()}
-    return buf[i]
+    return buf.gather(take) if type(buf) is Nested else take(buf)

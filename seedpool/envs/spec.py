@@ -17,7 +17,7 @@ Task = Union[str, EnvFn]
 
 # Wrappers that `gymnasium.make` adds and the engine replaces with its own, cheaper bookkeeping:
 # the time limit is counted by the engine (it reports elapsed_step anyway) and the order/env
-# checks are the engine's own validation. Removing them saves ~0.5 us per step (measured).
+# checks are the engine's own validation. Removing them saves three wrapper calls per step.
 _PEELABLE = (
     gym.wrappers.TimeLimit,
     gym.wrappers.OrderEnforcing,
@@ -43,9 +43,9 @@ class _ValidatedDiscrete(gym.spaces.Discrete):
     """A Discrete space whose `contains` trusts what the engine already checked.
 
     Envs commonly `assert self.action_space.contains(action)` on every step; gymnasium's
-    check costs ~2.5 us (a third of a CartPole step, measured). The pool validates every
-    action before it reaches a worker and delivers np.int64 values in range, for which this
-    answers exactly what `Discrete.contains` would.
+    general check costs a sizeable share of a cheap env's step (CartPole's). The pool
+    validates every action before it reaches a worker and delivers np.int64 values in range,
+    for which this answers exactly what `Discrete.contains` would, with two comparisons.
     """
 
     def contains(self, x: Any) -> bool:

@@ -34,13 +34,18 @@ def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
 
 
 def actions(space: gym.Space, action: Any, n: int) -> Any:
-    """`action` as an array (or dict of arrays) of n valid actions for `space`."""
+    """`action` as an array (or the dict/tuple nesting of arrays) of n valid actions for `space`."""
     if type(space) is gym.spaces.Discrete:  # the common case first: this runs every step
         return _discrete(np.asarray(action), n, int(space.start), int(space.start + space.n))
     if isinstance(space, gym.spaces.Dict):
         if not isinstance(action, dict) or set(action) != set(space.spaces):
             raise ValueError(f"expected a dict of actions with keys {sorted(space.spaces)}")
         return {k: actions(s, action[k], n) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(action, (tuple, list)) or len(action) != len(space.spaces):
+            raise ValueError(f"expected a tuple of {len(space.spaces)} action batches, one per "
+                             f"entry of the Tuple space, got {type(action).__name__}")
+        return tuple(actions(s, a, n) for s, a in zip(space.spaces, action))
     a = np.asarray(action)
     if isinstance(space, gym.spaces.Discrete):
         return _discrete(a, n, int(space.start), int(space.start + space.n))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from seedpool.envs.make import make

@@ -8,7 +8,7 @@ import signal
 import traceback
 from time import perf_counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from seedpool.envs.buffers import FAILED
 from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, OPTIONS, Doorbell, Ring, spin_until
@@ -38,14 +38,14 @@ class Completions:
 
 @dataclass
 class WorkerLink:
-    """One worker's command ring and doorbell, its pipe for error reports, and the pipe
-    the pool sends Python objects through (reset options)."""
+    """One worker's command ring and doorbell, how it reports env errors, and how it reads
+    the Python objects the pool sends it (reset options)."""
 
     commands: Ring
     bell: Doorbell
-    errors: Any  # a Connection (processes) or a list (threads)
+    report: Callable[[tuple[int, str, str]], None]  # a pipe's send (processes), a queue's put (threads)
     spin_s: float
-    payloads: Any = None  # a Connection to read (processes) or a list (threads)
+    read_payload: Callable[[], Any]  # blocks until the pool's next object arrives
 
 
 def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: int | None) -> None:
@@ -68,7 +68,7 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             if op == CLOSE:
                 return
             if op == OPTIONS:
-                options = _next_payload(link.payloads)
+                options = link.read_payload()
                 runner.reset_options.update((j, options) for j in runner.env_ids)
                 continue
             try:
@@ -76,7 +76,7 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             except Exception:  # noqa: BLE001 - reported to the pool, which raises it
                 status[i] = FAILED
                 runner.mark_for_reset(i)
-                _report(link.errors, (i, OP_NAMES.get(op, "?"), traceback.format_exc()))
+                link.report((i, OP_NAMES.get(op, "?"), traceback.format_exc()))
             finished.append(i)
             # Slow envs are published one by one (async callers get them as soon as they are
             # done); cheap ones in groups, so publishing does not cost more than stepping.
@@ -87,17 +87,6 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
                 last = now
         if finished:
             done.publish(finished)
-
-
-def _next_payload(payloads: Any) -> Any:
-    return payloads.pop(0) if isinstance(payloads, list) else payloads.recv()
-
-
-def _report(errors: Any, item: tuple[int, str, str]) -> None:
-    if isinstance(errors, list):
-        errors.append(item)
-    else:
-        errors.send(item)
 
 
 def process_main(
@@ -112,7 +101,7 @@ def process_main(
     try:
         runner = make_runner()
     except Exception:  # noqa: BLE001
-        _report(link.errors, (-1, "make", traceback.format_exc()))
+        link.report((-1, "make", traceback.format_exc()))
         os._exit(1)
     ready[index] = 1
     done.bell.ring()

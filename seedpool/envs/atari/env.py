@@ -4,14 +4,14 @@ Semantics follow envpool 1.2.x's C++ AtariEnv (`envpool/atari/atari_env.h`) step
 a seeded AtariEnv gives EnvPool's observations, rewards and flags bit for bit (see
 tests/test_atari.py). Where that C++ does something odd we keep it and say so in a comment.
 
-Cost of one default Pong step on the 2-vCPU dev VM (CPU time, loaded machine, so rough):
-4 x ALE `act()` ~110-150 us each (~75%), 2 x `getScreenGrayscale` ~20-30 us (ALE's palette
-loop; a cv2.LUT over `getScreen` indices measured no faster), cv2 INTER_AREA resize ~75-110 us
-(210x160 -> 84x84 is not an integral ratio, so OpenCV takes its generic path; EnvPool calls
-the same routine), max-pool ~2 us, and ~7 us of Python (measured with a stub emulator).
-Returning a fresh stacked array, shifting a preallocated stack and copying it, or returning
-the stack itself all measured within noise (+-3 us), so obs is a fresh array, safe to keep.
-OpenCV does not parallelise a resize this small, so its thread count does not matter.
+Where a default Pong step goes (profiles in docs/engine.md): mostly the four ALE `act()`
+calls, then the INTER_AREA resize (210x160 -> 84x84 is not an integral ratio, so OpenCV
+takes its generic path; EnvPool calls the same routine) and the two `getScreenGrayscale`
+calls (ALE's palette loop; a cv2.LUT over `getScreen` indices measured no faster); the
+max-pool and the Python around them are small. Returning a fresh stacked array, shifting a
+preallocated stack and copying it, or returning the stack itself measured alike, so obs is
+a fresh array, safe to keep. OpenCV does not parallelise a resize this small, so its thread
+count does not matter.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class AtariEnv(gymnasium.Env):
 
         self._actions = list(info.legal_actions if opts.full_action_space else info.minimal_actions)
         self._num_actions = len(self._actions)
-        # EnvPool presses FIRE at reset only where FIRE (ALE id 1) is in the action set (issue #221).
+        # EnvPool presses FIRE at reset only where FIRE (ALE id 1) is in the game's action set.
         self._fire_reset = opts.use_fire_reset and _FIRE in self._actions
         self._channels = 1 if opts.gray_scale else 3
         obs_shape = (opts.stack_num * self._channels, opts.img_height, opts.img_width)
