@@ -280,10 +280,11 @@ def test_a_resumed_run_loads_the_learner_and_goes_on(tmp_path):
     cfg.acting = dataclasses.replace(cfg.acting, serial=True)
     first = trainer.train_impala(cfg)
     before = load_checkpoint(first.run_dir / CHECKPOINT_FILE, "impala")
-    resumed = trainer.train_impala(dataclasses.replace(cfg, total_timesteps=6_000, resume=first.run_dir))
+    target = before["counters"]["step"] + 3_000  # a window of the serial twin may overshoot a budget
+    resumed = trainer.train_impala(dataclasses.replace(cfg, total_timesteps=target, resume=first.run_dir))
     after = load_checkpoint(resumed.run_dir / CHECKPOINT_FILE, "impala")
-    assert resumed.run_dir == first.run_dir and resumed.step >= 6_000
-    assert after["counters"]["step"] >= 6_000 and after["counters"]["updates"] > before["counters"]["updates"]
+    assert resumed.run_dir == first.run_dir and resumed.step >= target
+    assert after["counters"]["step"] >= target and after["counters"]["updates"] > before["counters"]["updates"]
     # The learner continued: its version, steps and Adam's step count went on from the checkpoint.
     assert after["learner"]["version"] > before["learner"]["version"] > 0
     assert after["learner"]["steps_trained"] > before["learner"]["steps_trained"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import gymnasium as gym
 from seedpool.bench.envs import UnevenEnv
 from seedpool.bench.harness import Case, Group, Stepper, Unavailable
 from seedpool.bench.steppers import AsyncStepper, LoopStepper, SyncStepper, closing_on_error
+from seedpool.envs.make import usable_cores
 
 
 
@@ -30,7 +30,7 @@ def peer_threads(num_envs: int) -> int:
 
     On the 2-vCPU machine class the peer reference figures come from, that is 2 threads.
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     return max(1, min(cores, num_envs))
 
 SEEDPOOL_BACKENDS = ("serial", "thread", "process", "auto")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
-import os
 import platform
 import subprocess
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ import psutil
 
 from seedpool.bench.cases import Target
 from seedpool.bench.harness import CaseResult, Group, Timing
+from seedpool.envs.make import usable_cores
 
 PACKAGES = ("numpy", "gymnasium", "ale-py", "envpool", "torch", "opencv-python-headless", "psutil")
 THROUGHPUT_COLUMNS = ("engine", "envs", "steps/s (median)", "min–max")
@@ -51,7 +51,7 @@ def _git_commit() -> str:
 
 def machine_info() -> dict[str, str]:
     """Date, machine, OS and package versions, to print next to every figure."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    usable = usable_cores()
     info = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"nproc = {usable}; {_cpu_model()}; "

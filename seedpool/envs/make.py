@@ -8,7 +8,7 @@ from typing import Any, NamedTuple, Sequence
 from seedpool.envs import spaces
 from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.executor import ExecutorConfig
-from seedpool.envs.pool import AUTORESET_MODES, EnvPool, _seeds
+from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
 from seedpool.envs.spec import Task, TaskSpec, resolve
 
@@ -74,7 +74,7 @@ def make(
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
     restart = on_worker_death == "restart"
-    seeds = _seeds(seed, num_envs)
+    seeds = env_seeds(seed, num_envs)
     spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
     try:
         spaces.check(spec.observation_space, "observation")

@@ -65,7 +65,7 @@ class EnvPool:
         self._check_open()
         if self._n_in_flight:
             raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
-        seeds = None if seed is None else _seeds(seed, self.num_envs)  # checked before any effect
+        seeds = None if seed is None else env_seeds(seed, self.num_envs)  # checked before any effect
         if options is not None:
             self._exec.set_reset_options(options)
         if seeds is not None:
@@ -252,7 +252,7 @@ def _write_rows(buf: spaces.Tree, ids: np.ndarray, act: Any, whole: bool) -> Non
         buf[ids] = act
 
 
-def _seeds(seed: int | Sequence[int | None] | None, n: int) -> list[int]:
+def env_seeds(seed: int | Sequence[int | None] | None, n: int) -> list[int]:
     """One seed per env, -1 for unseeded: seed + i, a list of one per env, or None (all unseeded)."""
     if seed is None:
         return [-1] * n

@@ -23,7 +23,8 @@ class ActingConfig:
     num_workers: int | None = None
     """Engine worker processes per pool (default: the engine decides)."""
     restart_workers: bool = True
-    """Restart a dead env worker (its envs reset, partial unrolls dropped) instead of failing."""
+    """Restart a dead env worker process (its envs reset, partial unrolls dropped) instead of
+    failing; thread workers cannot be replaced, so with --backend thread a failure stops the run."""
     serial: bool = False
     """Run actors, inference and learner in one thread, in turn: deterministic, for debugging."""
 
@@ -38,13 +39,14 @@ def make_pools(env_id: str, num_envs: int, backend: str, cfg: ActingConfig, seed
     if batch >= per_pool:
         raise ValueError(f"envs_per_recv={batch} must be below the {per_pool} envs of each pool "
                          "(central-inference acting needs the engine's async mode)")
+    on_death = "restart" if cfg.restart_workers and backend != "thread" else "raise"
     pools = []
     try:
         for k in range(cfg.num_pools):
             pools.append(seedpool.make(
                 env_id, num_envs=per_pool, batch_size=batch, backend=backend,
                 num_workers=cfg.num_workers, seed=seed + k * per_pool,
-                on_worker_death="restart" if cfg.restart_workers else "raise", **(env_options or {})))
+                on_worker_death=on_death, **(env_options or {})))
     except BaseException:
         for p in pools:
             p.close()
