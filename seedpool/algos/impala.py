@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from seedpool.algos.learner import NonFiniteLossError, linear_decay, set_learning_rate
+from seedpool.algos.learner import GradientLearner, NonFiniteLossError, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
 from seedpool.models.base import ActorCritic
 from seedpool.records import ActOutput, Unrolls
@@ -171,7 +171,7 @@ def appo_loss(model: ActorCritic, batch: Batch, targets: dict[str, torch.Tensor]
     return _parts(pg_loss, value_loss, (entropy * mask).sum() / n, ratio.detach(), targets["vs"], mask, n, cfg)
 
 
-class ImpalaLearner:
+class ImpalaLearner(GradientLearner):
     """Owns the model and optimizer; `update` learns from one batch of unrolls, bumps the version."""
 
     def __init__(self, model: ActorCritic, cfg: ImpalaConfig, device: str | torch.device = "cpu",
@@ -182,17 +182,9 @@ class ImpalaLearner:
             raise ValueError(f"num_minibatches={cfg.num_minibatches} exceeds unrolls_per_batch="
                              f"{cfg.unrolls_per_batch}: a minibatch needs at least one unroll")
         self.device = torch.device(device)
-        self.model = model.to(self.device)
+        model = model.to(self.device)
+        super().__init__(model, make_optimizer(model, cfg), total_steps)
         self.cfg = cfg
-        self.optimizer = make_optimizer(self.model, cfg)
-        self.total_steps = total_steps
-        self.version = 0
-        self.steps_trained = 0
-
-    @property
-    def progress(self) -> float:
-        """Fraction of the run's env steps trained on so far (drives the learning-rate schedule)."""
-        return self.steps_trained / self.total_steps if self.total_steps else 0.0
 
     def update(self, unrolls: Unrolls) -> dict[str, float]:
         """One update (epochs x minibatches of gradient steps); raises NonFiniteLossError
@@ -208,8 +200,7 @@ class ImpalaLearner:
             for idx in order.chunk(self.cfg.num_minibatches):
                 loss, parts, grad_norm = self._step(batch, targets, idx)
         lag = self.version - unrolls.versions
-        self.version += 1
-        self.steps_trained += unrolls.actions.shape[0] * unrolls.actions.shape[1]
+        self._advance(unrolls.actions.shape[0] * unrolls.actions.shape[1])
         metrics = {k: float(v) for k, v in parts.items()}
         metrics.update({
             "losses/loss": float(loss.detach()),
@@ -240,15 +231,3 @@ class ImpalaLearner:
             raise NonFiniteLossError(f"gradient norm is {grad_norm.item()} at learner version {self.version}")
         self.optimizer.step()
         return loss, parts, grad_norm
-
-    def state_dict(self) -> dict:
-        """Model, optimizer and counters, for checkpoints."""
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "version": self.version, "steps_trained": self.steps_trained}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore what `state_dict` saved."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.version = int(state["version"])
-        self.steps_trained = int(state["steps_trained"])

@@ -35,6 +35,41 @@ class Learner(Protocol):
         """Restore what `state_dict` returned."""
 
 
+class GradientLearner:
+    """What every gradient-based learner keeps: model, optimizer, version, env steps trained on.
+
+    Subclasses write `update`; they call `_advance(env_steps)` once an update succeeded.
+    """
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, total_steps: int | None) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.total_steps = total_steps
+        self.version = 0
+        self.steps_trained = 0
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the run's env steps trained on so far (drives the schedules)."""
+        return self.steps_trained / self.total_steps if self.total_steps else 0.0
+
+    def _advance(self, env_steps: int) -> None:
+        self.version += 1
+        self.steps_trained += env_steps
+
+    def state_dict(self) -> dict:
+        """Model, optimizer and counters."""
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "version": self.version, "steps_trained": self.steps_trained}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.version = int(state["version"])
+        self.steps_trained = int(state["steps_trained"])
+
+
 class NonFiniteLossError(FloatingPointError):
     """The loss, the gradient or the parameters went NaN/inf; training must stop before a
     checkpoint could save them."""

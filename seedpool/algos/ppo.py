@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from seedpool.algos.learner import check_finite, linear_decay, set_learning_rate
+from seedpool.algos.learner import GradientLearner, check_finite, linear_decay, set_learning_rate
 from seedpool.algos.ppo_numpy import numpy_step_fn
 from seedpool.algos.returns import gae
 from seedpool.models.base import ActorCritic
@@ -213,23 +213,15 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     return float("nan") if float(var) == 0.0 else float(1.0 - (target - predicted).var() / var)
 
 
-class PPOLearner:
+class PPOLearner(GradientLearner):
     """PPO as a `Learner`: ``update(rollout)`` is one PPO update (all epochs and minibatches)."""
 
     def __init__(self, model: ActorCritic, cfg: PPOConfig, total_steps: int) -> None:
-        self.model = model
-        self.cfg = cfg
-        self.total_steps = total_steps
         # One flat tensor holds every parameter: fused Adam and clipping touch one buffer.
         self.params = flatten_parameters(model)
-        self.optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
-        self.version = 0
-        self.steps_trained = 0
-
-    @property
-    def progress(self) -> float:
-        """Fraction of the run's env steps trained on so far (drives the schedules)."""
-        return self.steps_trained / self.total_steps if self.total_steps else 0.0
+        optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
+        super().__init__(model, optimizer, total_steps)
+        self.cfg = cfg
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         """One PPO update; raises NonFiniteLossError (before any checkpoint) on NaN/inf."""
@@ -242,20 +234,7 @@ class PPOLearner:
         for name in ("policy_loss", "value_loss"):
             check_finite(f"PPO {name}", torch.tensor(stats[name]), self.version)
         check_finite("a parameter after the PPO update", self.params, self.version)
-        self.version += 1
-        self.steps_trained += rollout.num_steps
+        self._advance(rollout.num_steps)
         scalars = {f"losses/{k}": v for k, v in stats.items()}
         scalars["charts/learning_rate"] = lr
         return scalars
-
-    def state_dict(self) -> dict:
-        """Model, optimizer and counters."""
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "version": self.version, "steps_trained": self.steps_trained}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore what `state_dict` returned."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.version = int(state["version"])
-        self.steps_trained = int(state["steps_trained"])
