@@ -65,6 +65,8 @@ class ImpalaConfig:
     """Normalise the policy-gradient advantages over each minibatch."""
     clip_coef: float | None = None
     """PPO clip range on the ratio pi/mu (APPO); None: IMPALA's plain policy gradient."""
+    anneal_clip: bool = False
+    """Decay the clip range linearly to zero over the run, like rl-zoo3's lin_ schedules."""
     update_epochs: int = 1
     """Passes over each batch of unrolls."""
     num_minibatches: int = 1
@@ -157,15 +159,17 @@ def appo_targets(model: ActorCritic, batch: Batch, cfg: ImpalaConfig) -> dict[st
     return {"vs": vt.vs, "adv": adv}
 
 
-def appo_loss(model: ActorCritic, batch: Batch, targets: dict[str, torch.Tensor],
-              cfg: ImpalaConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """PPO's clipped objective on V-trace targets for one (mini)batch of unrolls."""
+def appo_loss(model: ActorCritic, batch: Batch, targets: dict[str, torch.Tensor], cfg: ImpalaConfig,
+              clip_coef: float | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's clipped objective on V-trace targets for one (mini)batch of unrolls
+    (``clip_coef`` overrides ``cfg.clip_coef``, for annealing)."""
+    clip = cfg.clip_coef if clip_coef is None else clip_coef
     logp, entropy, values = _evaluate(model, batch, bootstrap=False)
     mask = batch["valid"].float()
     n = mask.sum().clamp(min=1.0)
     adv = _normalized(targets["adv"], mask, n) if cfg.norm_adv else targets["adv"]
     ratio = (logp - batch["logp"].float()).exp()
-    clipped = ratio.clamp(1.0 - cfg.clip_coef, 1.0 + cfg.clip_coef)
+    clipped = ratio.clamp(1.0 - clip, 1.0 + clip)
     pg_loss = -(torch.min(adv * ratio, adv * clipped) * mask).sum() / n
     value_loss = 0.5 * ((targets["vs"] - values).pow(2) * mask).sum() / n
     return _parts(pg_loss, value_loss, (entropy * mask).sum() / n, ratio.detach(), targets["vs"], mask, n, cfg)
@@ -193,12 +197,14 @@ class ImpalaLearner(GradientLearner):
         set_learning_rate(self.optimizer, lr)
         batch = unrolls_to_tensors(unrolls, self.device)
         self.model.train()
-        targets = None if self.cfg.clip_coef is None else appo_targets(self.model, batch, self.cfg)
+        clip = None if self.cfg.clip_coef is None else linear_decay(self.cfg.clip_coef, self.progress,
+                                                                    self.cfg.anneal_clip)
+        targets = None if clip is None else appo_targets(self.model, batch, self.cfg)
         B = batch["actions"].shape[1]
         for _ in range(self.cfg.update_epochs):
             order = torch.randperm(B) if self.cfg.num_minibatches > 1 else torch.arange(B)
             for idx in order.chunk(self.cfg.num_minibatches):
-                loss, parts, grad_norm = self._step(batch, targets, idx)
+                loss, parts, grad_norm = self._step(batch, targets, idx, clip)
         lag = self.version - unrolls.versions
         self._advance(unrolls.actions.shape[0] * unrolls.actions.shape[1])
         metrics = {k: float(v) for k, v in parts.items()}
@@ -211,7 +217,7 @@ class ImpalaLearner(GradientLearner):
         })
         return metrics
 
-    def _step(self, batch: Batch, targets: dict | None, idx: torch.Tensor):
+    def _step(self, batch: Batch, targets: dict | None, idx: torch.Tensor, clip: float | None):
         """One gradient step on the unrolls (columns) ``idx``."""
         whole = len(idx) == batch["actions"].shape[1]
         mb = batch if whole else {k: v[:, idx] for k, v in batch.items()}
@@ -219,7 +225,7 @@ class ImpalaLearner(GradientLearner):
             loss, parts = impala_loss(self.model, mb, self.cfg)
         else:
             mb_targets = targets if whole else {k: v[:, idx] for k, v in targets.items()}
-            loss, parts = appo_loss(self.model, mb, mb_targets, self.cfg)
+            loss, parts = appo_loss(self.model, mb, mb_targets, self.cfg, clip)
         if not torch.isfinite(loss):
             raise NonFiniteLossError(f"IMPALA loss is {loss.item()} at learner version {self.version}: "
                                      f"{ {k: float(v) for k, v in parts.items()} }")
