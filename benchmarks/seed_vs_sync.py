@@ -38,6 +38,16 @@ OUT = ROOT / "benchmarks" / "results" / "seed_vs_sync.md"
 PY = sys.executable
 CASES = ("seed", "sync_ppo", "baseline")
 FRAME_SKIP = 4
+# --learner impala: the plain V-trace policy gradient with the IMPALA paper's Atari shape
+# (one gradient step per batch; the Atari default before APPO). --learner appo: today's
+# Atari defaults (PPO's clip and 4 epochs x 4 minibatches: the learning work per env step of PPO).
+PLAIN_IMPALA = {"unroll_length": 20, "unrolls_per_batch": 32, "learning_rate": 6e-4, "max_grad_norm": 40.0,
+                "clip_coef": None, "update_epochs": 1, "num_minibatches": 1, "norm_adv": False}
+
+
+def learner_overrides(a: argparse.Namespace) -> dict:
+    """ImpalaConfig fields that --learner sets on top of the trainer's Atari defaults."""
+    return PLAIN_IMPALA if a.learner == "impala" else {}
 
 
 def trainer_cmd(case: str, a: argparse.Namespace, runs_dir: str) -> list[str]:
@@ -47,8 +57,15 @@ def trainer_cmd(case: str, a: argparse.Namespace, runs_dir: str) -> list[str]:
               "--checkpoint-every-s", "1e9", "--device", a.device,
               "--torch-threads", str(a.torch_threads)]  # each trainer's Atari defaults
     if case == "seed":
+        flags = []
+        for k, v in learner_overrides(a).items():
+            name = k.replace("_", "-")
+            if isinstance(v, bool):  # tyro's boolean flags
+                flags.append(f"--impala.{name}" if v else f"--impala.no-{name}")
+            else:
+                flags += [f"--impala.{name}", "None" if v is None else str(v)]
         return [PY, "-m", "seedpool.cli", "train", "impala", *common,
-                "--acting.max-wait-ms", str(a.max_wait_ms)]
+                "--acting.max-wait-ms", str(a.max_wait_ms), *flags]
     return [PY, "-m", "seedpool.cli", "train", "ppo", *common, "--sampler", "sync", "--replay-limit", "0"]
 
 
@@ -94,7 +111,7 @@ def run_baseline_case(a: argparse.Namespace) -> dict:
     """The per-actor-inference baseline in a fresh process (this script, --case baseline)."""
     cmd = [PY, __file__, "--case", "baseline", "--env", a.env, "--num-envs", str(a.num_envs),
            "--baseline-actors", str(a.baseline_actors), "--warmup-s", str(a.warmup_s),
-           "--window-s", str(a.window_s), "--torch-threads", str(a.torch_threads)]
+           "--window-s", str(a.window_s), "--torch-threads", str(a.torch_threads), "--learner", a.learner]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=a.warmup_s + a.window_s + 300)
     if out.returncode != 0:
         raise RuntimeError(f"baseline failed:\n{out.stderr[-2000:]}")
@@ -105,12 +122,15 @@ def baseline_main(a: argparse.Namespace) -> None:
     """Child process body of the baseline case: prints one JSON line."""
     import torch
 
+    import dataclasses
+
     from per_actor_baseline import run_baseline  # beside this script, which is on sys.path
     from seedpool.trainers.impala import impala_defaults
 
     torch.set_num_threads(a.torch_threads)  # the learner's; each actor process uses 1
     cfg = impala_defaults(a.env)
-    r = run_baseline(a.env, a.num_envs, a.baseline_actors, cfg.impala, cfg.model, a.warmup_s, a.window_s,
+    impala = dataclasses.replace(cfg.impala, **learner_overrides(a))
+    r = run_baseline(a.env, a.num_envs, a.baseline_actors, impala, cfg.model, a.warmup_s, a.window_s,
                      env_options=cfg.env_options)
     print(json.dumps({"case": "baseline", "steps_per_s": r.env_steps_per_s, "seconds": r.seconds}))
 
@@ -146,7 +166,8 @@ def report(a: argparse.Namespace, rows: list[dict], header: list[str]) -> str:
              *header, f"- Method: fresh process per case, warm-up {a.warmup_s:g} s, window {a.window_s:g} s, "
              f"{a.repeats} interleaved repeat(s), medians; baseline: {a.baseline_actors} actor processes; "
              f"SEED: one async pool, recv batch {a.num_envs // 2}, max inference batch {a.num_envs // 2}, "
-             f"deadline {a.max_wait_ms:g} ms; device {a.device}; learner torch threads {a.torch_threads}.", "",
+             f"deadline {a.max_wait_ms:g} ms; device {a.device}; learner torch threads {a.torch_threads}; "
+             f"IMPALA learner: {a.learner} ({learner_overrides(a) or 'the Atari defaults'}).", "",
              "| case | env steps/s (median) | frames/s | runs |", "|---|---:|---:|---|"]
     for c, v in med.items():
         runs = ", ".join(f"{r['steps_per_s']:,.0f}" for r in rows if r["case"] == c)
@@ -175,6 +196,8 @@ def main() -> None:
     p.add_argument("--window-s", type=float, default=60.0)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--learner", choices=["impala", "appo"], default="impala",
+                   help="IMPALA cases' learner: the plain V-trace policy gradient, or today's APPO Atari defaults")
     p.add_argument("--quick", action="store_true", help="1 repeat, 10 s warm-up, 20 s window")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--case", choices=["baseline"], help=argparse.SUPPRESS)
