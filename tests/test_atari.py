@@ -326,3 +326,53 @@ def test_engine_forwards_atari_info() -> None:
         assert info["lives"].dtype == np.int32 and (info["lives"] >= 1).all()
         for key, dtype in AtariEnv.info_spec.items():
             assert info[key].dtype == np.dtype(dtype) and info[key].shape == (2,)
+
+
+@pytest.mark.parametrize("backend", ["serial", "process"])
+def test_pool_counts_steps_and_time_limit_across_lives_as_envpool(backend: str) -> None:
+    # make()'s max_episode_steps is EnvPool's Atari option: a game's steps across lives, so
+    # elapsed_step, and the truncation it drives, agree with EnvPool's pool step for step.
+    envpool = pytest.importorskip("envpool", reason="envpool not installed")
+    import seedpool
+
+    opts = dict(num_envs=2, seed=1, episodic_life=True, reward_clip=True, max_episode_steps=50)
+    theirs = envpool.make("Breakout-v5", env_type="gymnasium", num_threads=1, **opts)
+    with seedpool.make("Breakout-v5", backend=backend, **opts) as ours:
+        (obs_t, info_t), (obs_o, info_o) = theirs.reset(), ours.reset()
+        assert (obs_t == obs_o).all() and (info_t["elapsed_step"] == info_o["elapsed_step"]).all()
+        lives_lost = truncated = 0
+        for t, a in enumerate(_actions(4, 800, 1).reshape(400, 2)):
+            out_t, out_o = theirs.step(a), ours.step(a)
+            for k, name in enumerate(("obs", "reward", "terminated", "truncated")):
+                np.testing.assert_array_equal(out_o[k], out_t[k], err_msg=f"step {t} {name}")
+            for key in ("elapsed_step", "lives", "reward", "terminated"):
+                np.testing.assert_array_equal(out_o[4][key], out_t[4][key], err_msg=f"step {t} {key}")
+            truncated += int(out_o[3].sum())
+            lives_lost += int((out_o[2] & (out_o[4]["terminated"] == 0)).sum())
+            assert (out_o[4]["elapsed_step"] <= 50).all()
+    theirs.close()
+    assert truncated >= 4 and lives_lost >= 4  # games cut by the limit after lives were lost
+
+
+def test_pool_episode_statistics_are_per_life_and_clipped() -> None:
+    # With episodic_life and reward_clip, the engine's episode is a life: episode_return sums
+    # clipped rewards of that life, episode_length counts its steps; elapsed_step the game's.
+    import seedpool
+
+    with seedpool.make("Breakout-v5", num_envs=1, backend="serial", seed=2, episodic_life=True,
+                       reward_clip=True) as pool:
+        pool.reset()
+        ret, length, game, raw, lives_lost = 0.0, 0, 0, 0.0, 0
+        for a in _actions(4, 600, 2):
+            _, rew, term, trunc, info = pool.step(np.array([a]))
+            if info["episode_length"][0] == 0:  # the reset row after a lost life
+                ret, length = 0.0, 0
+                assert info["elapsed_step"][0] == game
+                continue
+            ret, length, game, raw = ret + rew[0], length + 1, game + 1, raw + info["reward"][0]
+            assert info["episode_return"][0] == ret and info["episode_length"][0] == length
+            assert info["elapsed_step"][0] == game
+            lives_lost += int(term[0] and info["terminated"][0] == 0)
+            if info["terminated"][0]:
+                break
+    assert lives_lost >= 2 and game > length and raw > 0

@@ -176,15 +176,15 @@ def test_episode_tracker_reports_whole_atari_games_across_lives():
     tracker = EpisodeTracker(2)
     no, yes = np.array([False, False]), np.array([True, False])
 
-    def info(raw, elapsed, game_over):
+    def info(raw, length, game_over, elapsed):  # elapsed_step counts across lives, as EnvPool's
         return {"reward": np.array([raw, 0.0]), "elapsed_step": np.array([elapsed, 1]),
                 "terminated": np.array([game_over, 0]), "episode_return": np.zeros(2),
-                "episode_length": np.zeros(2, np.int32)}
+                "episode_length": np.array([length, 1], np.int32)}  # 0: a reset row
 
-    assert tracker.update(1, no, no, info(3.0, 1, 0)) == []
-    assert tracker.update(2, yes, no, info(2.0, 2, 0)) == []  # a life lost: the game goes on
-    assert tracker.update(3, no, no, info(0.0, 0, 0)) == []  # the reset step counts for nothing
-    (game,) = tracker.update(4, yes, no, info(-1.0, 1, 1))
+    assert tracker.update(1, no, no, info(3.0, 1, 0, 1)) == []
+    assert tracker.update(2, yes, no, info(2.0, 2, 0, 2)) == []  # a life lost: the game goes on
+    assert tracker.update(3, no, no, info(0.0, 0, 0, 2)) == []  # the reset step counts for nothing
+    (game,) = tracker.update(4, yes, no, info(-1.0, 1, 1, 3))
     assert game == (4, 4.0, 3)
 
 

@@ -32,7 +32,10 @@ class EpisodeTracker:
         (valid where it did)."""
         if "terminated" not in info or "reward" not in info:
             return term | trunc, info["episode_return"], info["episode_length"]
-        real = info["elapsed_step"] > 0  # the reset step after a life loss is not a game step
+        # A reset row (after a lost life too) is not a game step: its episode_length is 0. Not
+        # elapsed_step, which counts the game's steps across lives, as EnvPool's does (an info
+        # from EnvPool itself has no episode_length: there elapsed_step is what there is).
+        real = info.get("episode_length", info["elapsed_step"]) > 0
         self.game_return[env_ids] += np.where(real, info["reward"], 0.0)
         self.game_length[env_ids] += real
         over = trunc | (term & (info["terminated"] != 0))

@@ -21,6 +21,9 @@ class Family:
     # What the engine should know without building an env.
     prefer_processes: bool = True  # steps hold the GIL (ale-py does)
     defaults: dict[str, Any] = field(default_factory=dict)
+    # The option under which the family's envs count make()'s max_episode_steps themselves
+    # (Atari: a game's steps across lives, as EnvPool); None: the engine counts it.
+    time_limit_option: str | None = None
 
 
 _FAMILIES: list[Family] = [
@@ -28,6 +31,7 @@ _FAMILIES: list[Family] = [
         name="atari",
         ids="seedpool.envs.atari.registration:atari_ids",
         factory="seedpool.envs.atari.registration:make_atari",
+        time_limit_option="max_episode_steps",
     ),
 ]
 _ID_CACHE: dict[str, Family] | None = None

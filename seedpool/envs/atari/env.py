@@ -16,6 +16,7 @@ count does not matter.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import cv2
@@ -38,14 +39,16 @@ class AtariEnv(gymnasium.Env):
     Construct as `AtariEnv("Pong", **options)` with EnvPool's option names (see AtariOptions).
     `reset(seed=s)` reloads the emulator seeded with `s` and restarts the no-op generator, like
     `envpool.make(..., seed=s, num_envs=1)`. `info` holds `lives`, the unclipped `reward`,
-    `terminated` (1 on real game over, as EnvPool) and `discount` (EnvPool's dm_env discount,
-    which is how `zero_discount_on_life_loss` shows).
+    `terminated` (1 on real game over, as EnvPool), `discount` (EnvPool's dm_env discount,
+    which is how `zero_discount_on_life_loss` shows) and `elapsed_step` (the game's steps,
+    across lives, as EnvPool counts them; a pool reports this one).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
     # Scalar info keys (and dtypes) the seedpool engine forwards into its shared info arrays.
     info_spec: dict[str, Any] = {
         "lives": np.int32, "reward": np.float32, "terminated": np.int32, "discount": np.float32,
+        "elapsed_step": np.int32,
     }
 
     def __init__(self, game: str, *, render_mode: str | None = None, seed: int | None = None,
@@ -118,8 +121,8 @@ class AtariEnv(gymnasium.Env):
         obs = self._push(push_all)
         self._lives = ale.lives()
         self._done = False
-        return obs, {"lives": self._lives, "reward": 0.0,
-                     "terminated": int(ale.game_over()), "discount": 1.0}
+        return obs, {"lives": self._lives, "reward": 0.0, "terminated": int(ale.game_over()),
+                     "discount": 1.0, "elapsed_step": self._elapsed}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Repeat `action` for frame_skip frames and return the preprocessed result."""
@@ -166,8 +169,13 @@ class AtariEnv(gymnasium.Env):
         if opts.reward_clip:
             reward = float((reward > 0) - (reward < 0))
         info = {"lives": lives, "reward": raw_reward, "terminated": int(over),
-                "discount": discount}
+                "discount": discount, "elapsed_step": self._elapsed}
         return obs, float(reward), done and not truncated, truncated, info
+
+    @property
+    def task_options(self) -> dict[str, Any]:
+        """Every option of this env, defaults included (a pool's `config` lists them)."""
+        return dataclasses.asdict(self.options)
 
     def render(self) -> np.ndarray:
         """The current 210x160x3 RGB screen (for videos)."""
