@@ -23,3 +23,12 @@ __all__ = [
     "ClosedError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """`make_sb3` loads Stable-Baselines3 on first use: importing seedpool never imports it."""
+    if name == "make_sb3":
+        from seedpool.compat.sb3 import make_sb3
+
+        return make_sb3
+    raise AttributeError(f"module 'seedpool' has no attribute {name!r}")

@@ -37,11 +37,12 @@ def test_make_with_gymnasium_id_has_spaces_shapes_and_dtypes():
         assert pool.num_envs == 3 and pool.batch_size == 3
         assert pool.single_observation_space == ref.observation_space
         assert pool.single_action_space == ref.action_space
-        assert pool.observation_space.shape == (3, 4)
-        assert pool.action_space.shape == (3,)
+        # EnvPool's convention: the pool's own spaces are the single env's.
+        assert pool.observation_space == ref.observation_space
+        assert pool.action_space == ref.action_space
         obs, info = pool.reset()
         assert obs.shape == (3, 4) and obs.dtype == np.float32
-        assert pool.observation_space.contains(obs)
+        assert gym.vector.utils.batch_space(pool.single_observation_space, 3).contains(obs)
         obs, rew, term, trunc, info = pool.step(np.array([0, 1, 0]))
         assert obs.shape == (3, 4) and obs.dtype == np.float32
         assert rew.shape == (3,) and rew.dtype == np.float32
@@ -63,10 +64,10 @@ def test_make_with_a_callable_runs_a_users_pure_python_env():
         np.testing.assert_array_equal(obs[:, 2], [4, 0, 3, 1])
 
 
-def test_async_pool_declares_batch_size_and_batched_spaces():
+def test_async_pool_declares_batch_size_and_single_env_spaces():
     with seedpool.make(lambda: EchoEnv(), num_envs=6, batch_size=2, backend="serial") as pool:
         assert pool.num_envs == 6 and pool.batch_size == 2
-        assert pool.observation_space.shape == (2, 3)
+        assert pool.observation_space.shape == (3,)
         pool.async_reset()
         obs, rew, term, trunc, info = pool.recv()
         assert obs.shape == (2, 3) and rew.shape == (2,) and info["env_id"].shape == (2,)
@@ -263,7 +264,7 @@ def test_dict_observations_are_batched_per_key(backend):
         assert set(obs) == {"pos", "phase"}
         assert obs["pos"].shape == (2, 2) and obs["pos"].dtype == np.float32
         assert obs["phase"].shape == (2,) and np.issubdtype(obs["phase"].dtype, np.integer)
-        assert pool.observation_space.contains(obs)
+        assert gym.vector.utils.batch_space(pool.single_observation_space, 2).contains(obs)
         for _ in range(3):
             obs, rew, term, *_ = pool.step(np.array([1, 2]))
         np.testing.assert_array_equal(obs["pos"], [[5, 3], [6, 3]])
@@ -283,7 +284,7 @@ def test_discrete_observations(backend):
         for t in range(1, 4):
             obs, *_ = pool.step(np.array([0, 1]))
             np.testing.assert_array_equal(obs, [t, t])
-        assert pool.observation_space.contains(obs)
+        assert gym.vector.utils.batch_space(pool.single_observation_space, 2).contains(obs)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

@@ -64,12 +64,14 @@ def test_nested_spaces_match_sync_vector_env_step_by_step(name, obs_kind, action
     ends = 0
     with make_pool(name, obs_kind, action_kind, force_layout) as pool:
         assert pool.single_observation_space == ref.single_observation_space
-        assert pool.observation_space == ref.observation_space
-        assert pool.action_space == ref.action_space
+        assert pool.single_action_space == ref.single_action_space
+        batched_obs_space = gym.vector.utils.batch_space(pool.single_observation_space, N)
+        assert batched_obs_space == ref.observation_space
+        assert gym.vector.utils.batch_space(pool.single_action_space, N) == ref.action_space
         obs, _ = pool.reset()
         ref_obs, _ = ref.reset(seed=3)
         assert_same_tree(obs, ref_obs, "reset obs")
-        assert pool.observation_space.contains(obs)
+        assert batched_obs_space.contains(obs)
         for t in range(40):
             action = ref.action_space.sample()
             obs, rew, term, trunc, info = pool.step(action)

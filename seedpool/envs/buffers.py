@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seedpool.envs import spaces
+from seedpool.envs.infos import InfoBox
 from seedpool.envs.spec import TaskSpec
 
 # Status codes a worker leaves in `status[env_id]` with each completion.
@@ -31,7 +32,8 @@ class Buffers:
     episode_return: np.ndarray  # float64
     status: np.ndarray  # int8, OK / FAILED / RESTARTED
     seed: np.ndarray  # int64, seed for the next reset; -1 = none
-    info: dict[str, np.ndarray]
+    info: dict[str, np.ndarray]  # declared info keys, one row per env
+    extra: InfoBox  # whatever else an env's info holds, forwarded as gymnasium does
 
     @classmethod
     def allocate(cls, spec: TaskSpec, n: int, shared: bool, same_step: bool) -> "Buffers":
@@ -49,6 +51,7 @@ class Buffers:
             status=e((n,), np.int8),
             seed=e((n,), np.int64),
             info={k: e((n, *dt.shape), dt.base) for k, dt in spec.info_spec.items()},
+            extra=InfoBox(n, shared),
         )
         buffers.seed.fill(-1)
         return buffers

@@ -86,10 +86,14 @@ class Executor:
         self.done.target[0] = 1 << 62
         self.ready = _shared_i8(cfg.num_workers) if shared else np.zeros(cfg.num_workers, np.int8)
         bounds = np.linspace(0, n_remote, cfg.num_workers + 1).astype(int)
-        for k in range(cfg.num_workers):
-            ids = list(range(bounds[k], bounds[k + 1]))
-            self.owner[ids] = k
-            self.workers.append(self._spawn(k, ids, restarted=False))
+        try:
+            for k in range(cfg.num_workers):
+                ids = list(range(bounds[k], bounds[k + 1]))
+                self.owner[ids] = k
+                self.workers.append(self._spawn(k, ids, restarted=False))
+        except BaseException:  # a thread worker's env factory raised here: stop the others
+            self.close()
+            raise
         self._wait_ready(list(range(cfg.num_workers)))
 
     def _spawn(self, k: int, ids: list[int], restarted: bool) -> Worker:

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple, Sequence
 
 from seedpool.envs import spaces
 from seedpool.envs.channel import ring_order_problem
+from seedpool.envs.envpool_api import take_envpool_options
 from seedpool.envs.executor import ExecutorConfig
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
@@ -35,7 +36,7 @@ def usable_cores() -> int:
 
 def make(
     task: Task,
-    num_envs: int = 1,
+    num_envs: int | None = None,
     batch_size: int | None = None,
     num_workers: int | None = None,
     backend: str = "auto",
@@ -47,7 +48,8 @@ def make(
     info_keys: dict[str, Any] | None = None,
     **task_options: Any,
 ) -> EnvPool:
-    """Build a pool of `num_envs` copies of `task` (a registered id, gymnasium id or env factory).
+    """Build a pool of `num_envs` copies of `task` (a registered id, gymnasium id or env factory),
+    or of one env per factory in a list of them (`num_envs` is then the list's length).
 
     `batch_size < num_envs` gives async mode (send/recv, first finished envs come back).
     `backend`: "serial" (in this process), "thread", "process", or "auto" (chosen by the
@@ -58,8 +60,12 @@ def make(
     (the worker's envs are reset and reported truncated, info["restarted"]); only worker
     processes can be replaced, so "restart" refuses backend="thread", and with the serial
     backend there is no worker to lose. `info_keys`: scalar info entries of your env to
-    forward, e.g. {"x_position": "float64"}.
+    send through shared arrays, e.g. {"x_position": "float64"}; other info entries are
+    forwarded too, batched as gymnasium batches them (see seedpool/envs/infos.py).
     """
+    num_envs = env_count(task, num_envs)
+    # EnvPool's own make() options (env_type, num_threads, ...), for scripts written for it.
+    num_workers = take_envpool_options(task_options, num_workers)
     if not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
     batch_size = num_envs if batch_size is None else batch_size
@@ -84,7 +90,20 @@ def make(
         if spec.probe is not None:
             spec.probe.close()
         raise
-    return EnvPool(spec, num_envs, batch_size, seeds, autoreset, cfg)
+    return EnvPool(spec, num_envs, batch_size, seeds, autoreset, cfg, made_with={"seed": seed, **task_options})
+
+
+def env_count(task: Task, num_envs: int | None) -> int:
+    """How many envs a pool of `task` has: one per factory for a list of them, else
+    `num_envs` (default 1)."""
+    if isinstance(task, (list, tuple)):
+        if not task:
+            raise ValueError("the list of env factories is empty: give one zero-argument callable per env")
+        if num_envs is not None and num_envs != len(task):
+            raise ValueError(f"a list of {len(task)} env factories builds {len(task)} envs, "
+                             f"but num_envs={num_envs} was given")
+        return len(task)
+    return 1 if num_envs is None else num_envs
 
 
 _THREADS_CANNOT_RESTART = (

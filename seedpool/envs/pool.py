@@ -7,10 +7,12 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from seedpool.envs import spaces, validate
 from seedpool.envs.buffers import RESTARTED, Buffers
 from seedpool.envs.channel import RECOVER, RESET, STEP
+from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
 from seedpool.envs.spaces import Nested
@@ -19,8 +21,15 @@ from seedpool.envs.spec import TaskSpec
 AUTORESET_MODES = ("next_step", "same_step")
 
 
-class EnvPool:
-    """A batch of environments; build it with `seedpool.make`."""
+class EnvPool(gym.vector.VectorEnv, gym.Env):
+    """A batch of environments; build it with `seedpool.make`.
+
+    As EnvPool's pools, it is a `gymnasium.Env` (so `gymnasium.Wrapper` subclasses wrap it)
+    and a `VectorEnv` whose `observation_space`/`action_space` are the single env's. The base
+    classes only add methods and class attributes: nothing runs per step.
+    """
+
+    is_vector_env = True  # EnvPool's flag, read by older vector-aware wrappers
 
     def __init__(
         self,
@@ -30,8 +39,10 @@ class EnvPool:
         seeds: list[int],
         autoreset: str,
         executor_cfg: ExecutorConfig,
+        made_with: dict[str, Any] | None = None,
     ):
-        self.spec = spec
+        """Allocate buffers and start workers; `made_with`: the make() arguments `config` reports."""
+        self.task = spec
         self.num_envs = num_envs
         self.batch_size = batch_size
         self.is_async = batch_size < num_envs
@@ -40,8 +51,15 @@ class EnvPool:
         self.num_workers = executor_cfg.num_workers
         self.single_observation_space = spec.observation_space
         self.single_action_space = spec.action_space
-        self.observation_space = gym.vector.utils.batch_space(spec.observation_space, batch_size)
-        self.action_space = gym.vector.utils.batch_space(spec.action_space, batch_size)
+        # EnvPool's convention (scripts test `isinstance(envs.action_space, Discrete)`), not
+        # gymnasium's batched one: make_vec's VectorEnv has the batched spaces.
+        self.observation_space = spec.observation_space
+        self.action_space = spec.action_space
+        self.config = pool_config(spec, num_envs, batch_size, self.backend, self.num_workers, autoreset,
+                                  made_with or {})
+        self.spec = PoolSpec.of(spec, self.config)
+        mode = AutoresetMode.SAME_STEP if autoreset == "same_step" else AutoresetMode.NEXT_STEP
+        self.metadata = {"render_modes": [], "autoreset_mode": mode}
         self._restart_info = executor_cfg.restart_workers
         # Where a Dict/Tuple action's batch size is read from (its first leaf); None: flat.
         nested = isinstance(spec.action_space, spaces.COMPOSITE)
@@ -49,6 +67,8 @@ class EnvPool:
         shared = executor_cfg.kind == "process"
         self._b = Buffers.allocate(spec, num_envs, shared=shared, same_step=autoreset == "same_step")
         self._b.seed[:] = seeds
+        self.space_seed: int | None = None
+        self._seed_spaces(seeds)
         self._in_flight = np.zeros(num_envs, np.bool_)
         self._n_in_flight = 0
         self._all = np.arange(num_envs, dtype=np.int64)
@@ -59,9 +79,10 @@ class EnvPool:
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------
-    def reset(self, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
         """Reset every env (env i gets seed + i when a seed is given, and `options`, which
-        must be picklable for the process backend); returns (obs, info)."""
+        must be picklable for the process backend); returns (obs, info). Keyword-only, as in
+        gymnasium: EnvPool's positional `reset(env_id)` must not pass for seeds."""
         self._check_open()
         if self._n_in_flight:
             raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
@@ -70,6 +91,7 @@ class EnvPool:
             self._exec.set_reset_options(options)
         if seeds is not None:
             self._b.seed[:] = seeds
+            self._seed_spaces(seeds)
         self._submit(self._all, RESET)
         out = self._receive(self.num_envs, ordered=True)
         return out[0], out[4]
@@ -171,6 +193,8 @@ class EnvPool:
             self._submit(np.array([env_id]), RECOVER)
         else:
             dropped = self._exec.drop_leftover()
+            for i in dropped:  # their undeclared info must not come back with a later step
+                self._b.extra.clear(i)
             self._in_flight[dropped] = False
             self._n_in_flight -= len(dropped)
 
@@ -185,13 +209,27 @@ class EnvPool:
             "episode_return": take(b.episode_return),
             "episode_length": elapsed.copy(),  # the same count, its own array
         }
+        # Declared info keys; an env that declares its own elapsed_step (Atari: the game's
+        # steps across lives, as EnvPool counts them) replaces the engine's per-episode count.
         for k, arr in b.info.items():
             info[k] = take(arr)
         if b.final_obs is not None:
             info["final_obs"] = spaces.gather(b.final_obs, sel)
         if self._restart_info:
             info["restarted"] = take(b.status) == RESTARTED
+        if b.extra.pending():  # some env returned undeclared info: forward it (see infos.py)
+            info.update(b.extra.batch(env_id))
         return spaces.gather(b.obs, sel), take(b.reward), take(b.terminated), take(b.truncated), info
+
+    def _seed_spaces(self, seeds: list[int]) -> None:
+        """Seed the spaces with the first env's seed (none if unseeded), so that
+        `action_space.sample()` exploration repeats run to run with the same seed."""
+        seed = next((s for s in seeds if s >= 0), None)
+        if seed is not None:
+            self.space_seed = seed  # make_vec seeds its batched spaces with it too
+            for space in (self.single_action_space, self.action_space,
+                          self.single_observation_space, self.observation_space):
+                space.seed(seed)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -208,11 +246,25 @@ class EnvPool:
         """Process ids of the worker processes (empty for serial and thread backends)."""
         return [w.handle.pid for w in self._exec.workers if w.handle.pid is not None]
 
-    def close(self) -> None:
-        """Stop workers and close envs; safe to call twice."""
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called (gymnasium's VectorEnv flag)."""
+        return self._closed
+
+    def close(self, **kwargs: Any) -> None:
+        """Stop workers and close envs; safe to call twice (`kwargs`: VectorEnv's, unused)."""
         if not self._closed:
             self._closed = True
             self._finalizer()
+
+    def render(self) -> Any:
+        """Pools do not render: say what does."""
+        raise NotImplementedError(
+            "seedpool pools do not render. To watch an env, build one with render_mode='rgb_array' "
+            "(e.g. gymnasium.make(id, render_mode='rgb_array'), or for Atari ids "
+            "seedpool.envs.atari.make_atari(id, render_mode='rgb_array')) and call its render(); "
+            "for a trained run, `seedpool eval RUN_DIR --video`"
+        )
 
     def __enter__(self) -> "EnvPool":
         return self
@@ -222,8 +274,10 @@ class EnvPool:
 
     def __repr__(self) -> str:
         mode = f"async batch_size={self.batch_size}" if self.is_async else "sync"
-        return (f"EnvPool({self.spec.name!r}, num_envs={self.num_envs}, {mode}, "
+        return (f"EnvPool({self.task.name!r}, num_envs={self.num_envs}, {mode}, "
                 f"backend={self.backend!r}, num_workers={self.num_workers})")
+
+    __str__ = __repr__  # gymnasium.Env's would print only the spec id
 
 
 def _leading_dim(action: Any) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 from seedpool.envs import spaces
 from seedpool.envs.buffers import OK, RESTARTED, Buffers
 from seedpool.envs.channel import RESET, STEP
+from seedpool.envs.infos import ENGINE_KEYS, undeclared
 from seedpool.envs.spec import TaskSpec
 
 
@@ -47,14 +48,15 @@ class EnvRunner:
         self.env_ids = list(env_ids)
         # Indexed by global env id so the hot path does no dict lookups.
         self.envs: list[gym.Env | None] = [None] * num_envs
-        for i in env_ids:
-            self.envs[i] = envs[i] if envs and i in envs else spec.env_fn()
+        self._build_envs(spec, dict(envs or {}))
         self.needs_reset = [True] * num_envs
         self.reset_options: dict[int, dict] = {}  # env id -> options for its next RESET
         self.elapsed = [0] * num_envs
         self.returns = [0.0] * num_envs
         self.read_action = action_reader(spec.action_space, buffers.action)
         self.info_items = list(buffers.info.items())
+        self.declared = ENGINE_KEYS | frozenset(buffers.info)
+        self.put_extra = buffers.extra.writer()  # undeclared info: see infos.py
         # After a worker restart, each env's first reset reports its old episode truncated.
         self.restart_marks = set(env_ids) if restarted else set()
 
@@ -80,7 +82,9 @@ class EnvRunner:
         b.truncated[i] = False
         b.elapsed_step[i] = 0
         b.episode_return[i] = 0.0
-        self._write_info(i, info)
+        b.extra.clear(i)  # a reset's row holds only what this reset returned
+        if info:
+            self._take_info(i, info)
         spaces.write(b.obs, i, obs)
         return OK
 
@@ -120,7 +124,7 @@ class EnvRunner:
         envs, needs_reset, elapsed, returns = self.envs, self.needs_reset, self.elapsed, self.returns
         read_action, limit, same_step = self.read_action, self.limit, self.same_step
         write_obs = b.obs.write if type(b.obs) is spaces.Nested else b.obs.__setitem__
-        info_items = self.info_items
+        take_info = self._take_info
         i = -1
         try:
             for i in ids:
@@ -139,12 +143,15 @@ class EnvRunner:
                 truncated[i] = trunc
                 elapsed_step[i] = n
                 episode_return[i] = ret
-                if info_items:
-                    self._write_info(i, info)
+                if info:  # most envs return an empty dict: then nothing more is done
+                    take_info(i, info)
                 if term or trunc:
                     if same_step:
                         spaces.write(b.final_obs, i, obs)
-                        obs, _ = envs[i].reset()
+                        final_info = info
+                        obs, info = envs[i].reset()
+                        if info or final_info:
+                            self._same_step_info(i, final_info, info)
                         elapsed[i] = 0
                         returns[i] = 0.0
                     else:
@@ -159,11 +166,38 @@ class EnvRunner:
         self.needs_reset[i] = True
         self.restart_marks.add(i)
 
-    def _write_info(self, i: int, info: dict[str, Any]) -> None:
+    def _take_info(self, i: int, info: dict[str, Any]) -> None:
+        """Write env i's declared info entries into their arrays; leave the rest in its slot."""
         for key, arr in self.info_items:
             value = info.get(key)
             if value is not None:
                 arr[i] = value
+        extra = undeclared(info, self.declared)
+        if extra:
+            self.put_extra(i, extra)
+
+    def _same_step_info(self, i: int, final_info: dict[str, Any], reset_info: dict[str, Any]) -> None:
+        """After a same-step autoreset, as gymnasium: the reset's entries, and the last step's
+        under "final_info" (declared keys keep the last step's values, as before)."""
+        extra = undeclared(reset_info, self.declared)
+        last = undeclared(final_info, self.declared)
+        if extra or last:
+            self.put_extra(i, {**extra, "final_info": last})
+        else:
+            self.b.extra.clear(i)
+
+    def _build_envs(self, spec: TaskSpec, given: dict[int, gym.Env]) -> None:
+        """Build (or take from `given`) each env; if one fails, close the others and raise."""
+        try:
+            for i in self.env_ids:
+                env = given.pop(i) if i in given and spec.probe_fits(i) else None
+                self.envs[i] = env if env is not None else spec.build(i)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            for env in given.values():  # a probe that cannot serve as one of our envs
+                env.close()
 
     def close(self) -> None:
         """Close every env, ignoring errors of envs that are already broken."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Sequence, Union
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +13,7 @@ import numpy as np
 from seedpool.envs import registry
 
 EnvFn = Callable[[], gym.Env]
-Task = Union[str, EnvFn]
+Task = Union[str, EnvFn, Sequence[EnvFn]]
 
 # Wrappers that `gymnasium.make` adds and the engine replaces with its own, cheaper bookkeeping:
 # the time limit is counted by the engine (it reports elapsed_step anyway) and the order/env
@@ -37,6 +37,34 @@ class TaskSpec:
     info_spec: dict[str, np.dtype] = field(default_factory=dict)
     prefer_processes: bool = False  # a family known to hold the GIL while stepping
     probe: gym.Env | None = None  # the env built to read the spaces; the serial backend reuses it
+    env_fns: list[EnvFn] | None = None  # one factory per env id (a list of thunks), else None
+
+    def build(self, i: int) -> gym.Env:
+        """A new env for env id `i`: from its own factory when the task was a list of them
+        (its spaces checked against env 0's), else from `env_fn`."""
+        if self.env_fns is None:
+            return self.env_fn()
+        env = self.env_fns[i]()
+        _check_same_spaces(env, self, i)
+        return _trust_engine_actions(env)
+
+    def probe_fits(self, i: int) -> bool:
+        """Whether the probe env may serve as env `i` (with one factory per env: only env 0)."""
+        return self.env_fns is None or i == 0
+
+
+def _check_same_spaces(env: Any, spec: TaskSpec, i: int) -> None:
+    """Raise a ValueError if env `i`, built by its own factory, cannot be batched with env 0."""
+    if not isinstance(env, gym.Env):
+        raise TypeError(f"env_fns[{i}] returned {type(env).__name__}, expected a gymnasium.Env")
+    for role, mine, first in (("observation", env.observation_space, spec.observation_space),
+                              ("action", env.action_space, spec.action_space)):
+        if mine != first:
+            env.close()
+            raise ValueError(
+                f"env_fns[{i}] built an env whose {role} space {mine} differs from env_fns[0]'s "
+                f"{first}: every env of a pool must have the same spaces"
+            )
 
 
 class _ValidatedDiscrete(gym.spaces.Discrete):
@@ -109,7 +137,10 @@ def resolve(
     info_keys: dict[str, Any] | None = None,
     **options: Any,
 ) -> TaskSpec:
-    """Resolve an id or a callable to a TaskSpec, building one env to read its spaces."""
+    """Resolve an id, a callable or a list of callables (one per env) to a TaskSpec, building
+    one env to read its spaces."""
+    if isinstance(task, (list, tuple)):
+        return _resolve_env_fns(list(task), max_episode_steps, info_keys, options)
     prefer_processes = False
     if callable(task):
         if options:
@@ -124,6 +155,9 @@ def resolve(
         if family is not None:
             factory = registry.family_factory(family)
             opts = {**family.defaults, **options}
+            if max_episode_steps is not None and family.time_limit_option:
+                opts[family.time_limit_option] = max_episode_steps  # the env counts it, not the engine
+                max_episode_steps = None
             env_fn = lambda: factory(task, **opts)  # noqa: E731
             prefer_processes = family.prefer_processes
             probe, limit = env_fn(), None
@@ -151,3 +185,15 @@ def resolve(
         prefer_processes=prefer_processes,
         probe=probe,
     )
+
+
+def _resolve_env_fns(env_fns: list[Any], max_episode_steps: int | None,
+                     info_keys: dict[str, Any] | None, options: dict[str, Any]) -> TaskSpec:
+    """A TaskSpec whose env i is built by `env_fns[i]` (gymnasium's `SyncVectorEnv(env_fns)`
+    convention); env 0 is the probe, the others are checked against it where they are built."""
+    if not env_fns or not all(callable(fn) for fn in env_fns):
+        raise TypeError("a list task must be a non-empty list of zero-argument callables returning "
+                        "gymnasium.Env, e.g. [make_env(i) for i in range(num_envs)]")
+    spec = resolve(env_fns[0], max_episode_steps=max_episode_steps, info_keys=info_keys, **options)
+    spec.env_fns = env_fns
+    return spec
