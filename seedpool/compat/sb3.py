@@ -1,0 +1,267 @@
+"""`make_sb3`: the engine as a Stable-Baselines3 `VecEnv` (the `sb3` extra).
+
+SB3 trains on its own `VecEnv` class and refuses Gymnasium `VectorEnv`s. The adapter runs a
+synchronous pool with same-step autoreset and puts each batch in SB3's terms:
+`dones = terminated | truncated`; one info dict per env holding `TimeLimit.truncated`, and,
+on the step an episode ends, `terminal_observation` (the episode's last observation; the
+observation returned is already the next episode's first) and `episode = {"r", "l", "t"}`
+as SB3's `Monitor` writes it, so SB3's logger shows `ep_rew_mean` without a wrapper.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import numpy as np
+
+try:
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import VecEnv
+except ImportError as err:
+    raise ImportError(
+        f"seedpool.make_sb3 needs Stable-Baselines3 ({err}): pip install 'seedpool[sb3]'"
+    ) from err
+
+from seedpool.envs.make import make
+from seedpool.envs.pool import EnvPool
+
+# The pool's own bookkeeping: turned into SB3's keys below, never copied into env infos.
+ENGINE_INFO_KEYS = frozenset({"env_id", "elapsed_step", "episode_return", "episode_length", "final_obs",
+                              "restarted"})
+
+_NO_PER_ENV_CALLS = (
+    "the envs of a seedpool VecEnv live inside the engine (in worker processes unless "
+    "backend='serial'), which steps and resets them but takes no other per-env calls. Give "
+    "settings as task options, make_sb3(task, n, key=value), or as reset options, "
+    "venv.set_options({...}) then venv.reset()"
+)
+_NO_RENDER = (
+    "a seedpool VecEnv does not render: its envs step inside the engine. Render with a separate "
+    "env, e.g. DummyVecEnv([lambda: gymnasium.make(env_id, render_mode='rgb_array')])"
+)
+
+
+class SeedpoolVecEnv(VecEnv):
+    """A Stable-Baselines3 VecEnv backed by a synchronous, same-step-autoreset `EnvPool`."""
+
+    def __init__(self, pool: EnvPool):
+        if pool.is_async:
+            raise ValueError(f"an SB3 VecEnv steps every env each step: batch_size must equal num_envs "
+                             f"({pool.num_envs}), got {pool.batch_size}")
+        if pool.autoreset != "same_step":
+            raise ValueError(f"SB3 resets an env in the step that ends its episode: the pool needs "
+                             f"autoreset='same_step', got {pool.autoreset!r}")
+        self.pool = pool
+        self._t_start = time.time()  # Monitor's clock for info["episode"]["t"]
+        # The single-env spaces, as SB3 expects, in copies: the pool seeds its own spaces on
+        # reset(seed=...), while SB3 seeds the algorithm's action space itself.
+        observation_space = copy.deepcopy(pool.single_observation_space)
+        action_space = copy.deepcopy(pool.single_action_space)
+        self._shared_attrs = {"render_mode": None, "observation_space": observation_space,
+                              "action_space": action_space}
+        super().__init__(pool.num_envs, observation_space, action_space)
+
+    # -- stepping -------------------------------------------------------------------------
+    def reset(self) -> Any:
+        """Reset every env, with the seeds of `seed()` and options of `set_options()` if set
+        (both are used once, as SB3 specifies)."""
+        seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
+        obs, info = self.pool.reset(seed=seeds, options=_shared_options(self._options))
+        self.reset_infos = split_info({k: v for k, v in info.items() if k not in ENGINE_INFO_KEYS}, self.num_envs)
+        self._reset_seeds()
+        self._reset_options()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Validate the actions and start stepping every env."""
+        self.pool.send(actions)
+
+    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """The results of `step_async`: (obs, rewards, dones, infos) in SB3's terms."""
+        obs, rewards, terminated, truncated, info = self.pool.recv()
+        dones = terminated | truncated
+        infos = self._step_infos(info, dones)
+        for env_info, cut in zip(infos, (truncated & ~terminated).tolist()):
+            env_info["TimeLimit.truncated"] = cut
+        if dones.any():
+            self._add_episode_ends(infos, obs, info, np.flatnonzero(dones).tolist())
+        return obs, rewards, dones, infos
+
+    def _step_infos(self, info: dict[str, Any], dones: np.ndarray) -> list[dict[str, Any]]:
+        """One dict per env with its step's info entries, as DummyVecEnv gives them.
+
+        After a same-step autoreset the pool holds, gymnasium's way, the reset's entries at
+        the top and the last step's under `final_info`; SB3 wants the last step's in the
+        step's info and the reset's in `reset_infos`. Declared keys (no `_key` mask) keep
+        the last step's values.
+        """
+        every, latest, final = _partition(info)
+        infos = split_info(every, self.num_envs)
+        if not latest and final is None:  # no env returned undeclared entries (the common case)
+            return infos
+        latest_infos = split_info(latest, self.num_envs)
+        final_infos = split_info(final, self.num_envs) if final is not None else latest_infos
+        for i, done in enumerate(dones.tolist()):
+            if done:
+                infos[i].update(final_infos[i])
+                self.reset_infos[i] = latest_infos[i]
+            else:
+                infos[i].update(latest_infos[i])
+        return infos
+
+    def _add_episode_ends(self, infos: list[dict[str, Any]], obs: Any, info: dict[str, Any], ended: list[int]) -> None:
+        """`terminal_observation` and Monitor's `episode` record for each env in `ended`."""
+        t = round(time.time() - self._t_start, 6)
+        restarted = info.get("restarted")
+        for i in ended:
+            if restarted is not None and restarted[i]:
+                # A replaced worker's env (on_worker_death="restart"): its episode was cut short
+                # and its last observation is lost, so neither it nor episode stats exist.
+                infos[i]["terminal_observation"] = _row(obs, i)
+                infos[i]["restarted"] = True
+                continue
+            infos[i]["terminal_observation"] = _row(info["final_obs"], i)
+            infos[i]["episode"] = {"r": round(float(info["episode_return"][i]), 6),
+                                   "l": int(info["episode_length"][i]), "t": t}
+
+    def close(self) -> None:
+        """Stop the engine's workers and close the envs; safe to call twice."""
+        self.pool.close()
+
+    # -- per-env access -------------------------------------------------------------------
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        """Attributes every env shares (`render_mode`, the single-env spaces); others raise
+        NotImplementedError, since the envs live inside the engine."""
+        n = self._count(indices)
+        if attr_name not in self._shared_attrs:
+            raise NotImplementedError(f"get_attr({attr_name!r}): {_NO_PER_ENV_CALLS}; get_attr answers "
+                                      f"only {sorted(self._shared_attrs)}")
+        return [self._shared_attrs[attr_name]] * n
+
+    def has_attr(self, attr_name: str) -> bool:
+        """True for the attributes `get_attr` answers; NotImplementedError for any other."""
+        return bool(self.get_attr(attr_name, indices=[0]))
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        """Not supported: see the error's text."""
+        raise NotImplementedError(f"set_attr({attr_name!r}): {_NO_PER_ENV_CALLS}")
+
+    def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
+        """Not supported: see the error's text."""
+        raise NotImplementedError(f"env_method({method_name!r}): {_NO_PER_ENV_CALLS}")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        """True for SB3's `Monitor`, whose episode records this adapter writes itself (so
+        `evaluate_policy` trusts them); NotImplementedError for other wrappers."""
+        n = self._count(indices)
+        if wrapper_class is Monitor:
+            return [True] * n
+        raise NotImplementedError(f"env_is_wrapped({wrapper_class.__name__}): {_NO_PER_ENV_CALLS}; it "
+                                  "answers only for Monitor")
+
+    def render(self, mode: str | None = None) -> np.ndarray | None:
+        """Not supported: see the error's text."""
+        raise NotImplementedError(_NO_RENDER)
+
+    def get_images(self) -> list[np.ndarray | None]:
+        """Not supported: see the error's text."""
+        raise NotImplementedError(_NO_RENDER)
+
+    def _count(self, indices: Any) -> int:
+        """How many envs `indices` names (SB3's None, int or iterable), checked."""
+        ids = list(self._get_indices(indices))
+        bad = [i for i in ids if not 0 <= int(i) < self.num_envs]
+        if bad:
+            raise IndexError(f"env indices {bad} out of range 0..{self.num_envs - 1}")
+        return len(ids)
+
+    def __repr__(self) -> str:
+        return f"SeedpoolVecEnv({self.pool!r})"
+
+
+def _shared_options(options: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one options dict the engine gives every env's reset (SB3 keeps one per env)."""
+    first = options[0]
+    if any(o != first for o in options[1:]):
+        raise ValueError("the engine passes the same reset options to every env; set_options() was given "
+                         "different dicts per env")
+    return first or None
+
+
+def _is_masked(key: Any, info: dict[str, Any]) -> bool:
+    """Whether `key` is one of gymnasium's batched entries: a `key` with its `_key` mask, or the mask."""
+    return isinstance(key, str) and (f"_{key}" in info or (key.startswith("_") and key[1:] in info))
+
+
+def _partition(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """The pool's step info, less its bookkeeping, as (declared entries, every env's row;
+    undeclared entries with their masks; the batched `final_info` or None)."""
+    declared: dict[str, Any] = {}
+    undeclared: dict[str, Any] = {}
+    for key, values in info.items():
+        if key not in ENGINE_INFO_KEYS:
+            (undeclared if _is_masked(key, info) else declared)[key] = values
+    undeclared.pop("_final_info", None)
+    return declared, undeclared, undeclared.pop("final_info", None)
+
+
+def split_info(info: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """Batched info as one dict per env.
+
+    Entries batched as gymnasium batches them (a `_key` mask saying which envs returned
+    `key`; dicts batched recursively) go only to the envs that returned them; entries
+    without a mask (the engine's declared info keys) go to every env.
+    """
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, values in info.items():
+        if isinstance(key, str) and key.startswith("_") and key[1:] in info:
+            continue  # a mask
+        mask = info.get(f"_{key}")
+        per_env = split_info(values, n) if isinstance(values, dict) else _per_env(values)
+        for i, (env_info, value) in enumerate(zip(out, per_env)):
+            if mask is None or mask[i]:
+                env_info[key] = value
+    return out
+
+
+def _per_env(values: Any) -> list[Any]:
+    """A batch of info values split per env: Python scalars for a flat numeric array."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values.tolist()
+    return list(values)
+
+
+def _row(tree: Any, i: int) -> Any:
+    """Env i's element of a batched observation (an array, or a dict/tuple nesting of them)."""
+    if isinstance(tree, dict):
+        return {k: _row(v, i) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(_row(v, i) for v in tree)
+    return tree[i]
+
+
+def make_sb3(task_or_env_fns: Any, num_envs: int | None = None, **options: Any) -> SeedpoolVecEnv:
+    """`seedpool.make(...)` as a Stable-Baselines3 VecEnv: synchronous, same-step autoreset.
+
+    `task_or_env_fns`: what `seedpool.make` takes: a registered or Gymnasium id, one
+    zero-argument env factory for every env, or a list of them (one per env, as SB3's
+    `DummyVecEnv(env_fns)` takes it). `num_envs`: default 1, or the list's length.
+    `options` go to `seedpool.make` (`seed`, `backend`, `num_workers`, `max_episode_steps`,
+    task options such as Atari's); SB3's `seed()` replaces `seed` at the next `reset()`.
+    """
+    if options.setdefault("autoreset", "same_step") != "same_step":
+        raise ValueError(f"SB3 resets an env in the step that ends its episode: autoreset must be "
+                         f"'same_step' (the default here), got {options['autoreset']!r}")
+    if num_envs is not None:
+        options["num_envs"] = num_envs
+    pool = make(task_or_env_fns, **options)
+    try:
+        return SeedpoolVecEnv(pool)
+    except BaseException:
+        pool.close()
+        raise
+
+
+__all__ = ["make_sb3", "SeedpoolVecEnv", "split_info", "ENGINE_INFO_KEYS"]
