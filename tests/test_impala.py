@@ -194,7 +194,9 @@ def test_a_nan_loss_stops_acting_and_keeps_the_last_good_checkpoint(tmp_path, mo
     def loss_that_turns_nan(model, batch, targets, cfg, clip_coef=None):
         calls.append(1)
         loss, parts = real_loss(model, batch, targets, cfg, clip_coef)
-        return (loss * float("nan") if len(calls) > 150 else loss), parts
+        # Turn NaN once a checkpoint exists (event, not clock): it must survive the failure.
+        saved = any(tmp_path.glob(f"*/{CHECKPOINT_FILE}"))
+        return (loss * float("nan") if saved and len(calls) > 20 else loss), parts
 
     monkeypatch.setattr(impala_mod, "appo_loss", loss_that_turns_nan)
     cfg = small_cfg(tmp_path, total_timesteps=10_000_000, checkpoint_every_s=0.0, backend="process")
@@ -205,7 +207,7 @@ def test_a_nan_loss_stops_acting_and_keeps_the_last_good_checkpoint(tmp_path, mo
     assert not psutil.Process().children(recursive=True)
     (run_dir,) = tmp_path.iterdir()
     state = load_checkpoint(run_dir / CHECKPOINT_FILE, "impala")
-    assert 0 < state["learner"]["version"] <= 15  # 150 good gradient steps: at most 15 updates
+    assert state["learner"]["version"] > 0
     assert all(torch.isfinite(v).all() for v in state["model"].values())
 
 
