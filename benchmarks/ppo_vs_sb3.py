@@ -75,12 +75,8 @@ def run_seedpool(seed: int, total: int) -> Result:
 
 def run_sb3(seed: int, total: int) -> Result:
     """SB3 PPO with rl-zoo3's hyperparameters for CartPole-v1."""
-    from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
-
-    def linear(start: float):
-        return lambda progress_remaining: progress_remaining * start
 
     class Episodes(BaseCallback):
         def __init__(self) -> None:
@@ -100,9 +96,7 @@ def run_sb3(seed: int, total: int) -> Result:
             return True
 
     env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
-    model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gae_lambda=0.8, gamma=0.98,
-                learning_rate=linear(1e-3), clip_range=linear(0.2), ent_coef=0.0, seed=seed,
-                device="cpu", verbose=0)
+    model = rl_zoo_ppo(env, seed)
     cb = Episodes()
     t0 = time.perf_counter()
     model.learn(total_timesteps=total, callback=cb)
@@ -110,6 +104,18 @@ def run_sb3(seed: int, total: int) -> Result:
     env.close()
     t, s = first_reach(cb.steps, cb.times, cb.returns)
     return Result("SB3", seed, model.num_timesteps, seconds, t, s, float(np.mean(cb.returns[-20:])))
+
+
+def rl_zoo_ppo(env, seed: int):
+    """SB3's PPO with rl-zoo3's tuned CartPole hyperparameters (linear lr and clip schedules)."""
+    from stable_baselines3 import PPO
+
+    def linear(start: float):
+        return lambda progress_remaining: progress_remaining * start
+
+    return PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gae_lambda=0.8, gamma=0.98,
+               learning_rate=linear(1e-3), clip_range=linear(0.2), ent_coef=0.0, seed=seed,
+               device="cpu", verbose=0)
 
 
 def machine() -> str:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from ppo_vs_sb3 import machine  # run as a script, benchmarks/ is on sys.path
+from ppo_vs_sb3 import machine, rl_zoo_ppo  # run as a script, benchmarks/ is on sys.path
 
 from seedpool.envs.make import usable_cores
 
@@ -79,7 +79,6 @@ KINDS: dict[str, Callable[[int], Any]] = {
 
 def train(kind: str, seed: int, total: int) -> tuple[Result, str]:
     """One PPO run on the VecEnv `kind`; also returns the VecEnv's description."""
-    from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
 
     class RolloutClock(BaseCallback):
@@ -98,14 +97,9 @@ def train(kind: str, seed: int, total: int) -> tuple[Result, str]:
         def _on_step(self) -> bool:
             return True
 
-    def linear(start: float):
-        return lambda progress_remaining: progress_remaining * start
-
     env = KINDS[kind](seed)
     described = repr(env) if kind == "seedpool.make_sb3" else type(env).__name__
-    model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gae_lambda=0.8, gamma=0.98,
-                learning_rate=linear(1e-3), clip_range=linear(0.2), ent_coef=0.0, seed=seed,
-                device="cpu", verbose=0)
+    model = rl_zoo_ppo(env, seed)
     clock = RolloutClock()
     t0 = time.perf_counter()
     model.learn(total_timesteps=total, callback=clock)
