@@ -27,6 +27,8 @@ class Episode(NamedTuple):
     step: int
     ret: float
     length: int
+    slot: int = -1
+    """The global env slot it ran in (central inference; -1 where not tracked)."""
 
 
 State = dict[str, torch.Tensor] | None
@@ -39,6 +41,9 @@ class ActOutput(NamedTuple):
     actions: torch.Tensor
     logp: torch.Tensor
     state: State = None
+    aux: torch.Tensor | None = None
+    """Per-row values the learner wants recorded with each step, float32 [B, k] (Ape-X: the
+    chosen action's Q-value and the greedy value); None records nothing."""
 
 
 @dataclass
@@ -89,6 +94,8 @@ class Unrolls:
     """Policy version that chose each action, int64 [T, n]."""
     slots: np.ndarray
     """Global env slot of each unroll, int64 [n]."""
+    aux: np.ndarray | None = None
+    """The policy's per-step `ActOutput.aux`, float32 [T, n, k]; None when it returned none."""
 
     @property
     def num_steps(self) -> int:
@@ -106,16 +113,18 @@ def concat_unrolls(parts: list[Unrolls]) -> Unrolls:
     joined = {}
     for f in fields(Unrolls):
         axis = 0 if f.name == "slots" else 1
-        joined[f.name] = np.concatenate([getattr(p, f.name) for p in parts], axis=axis)
+        arrays = [getattr(p, f.name) for p in parts]
+        joined[f.name] = None if arrays[0] is None else np.concatenate(arrays, axis=axis)
     return Unrolls(**joined)
 
 
 def take_unrolls(u: Unrolls, index: slice | np.ndarray) -> Unrolls:
     """Select unrolls along the batch axis."""
-    return Unrolls(**{
-        f.name: getattr(u, f.name)[index] if f.name == "slots" else getattr(u, f.name)[:, index]
-        for f in fields(Unrolls)
-    })
+    def take(name: str):
+        a = getattr(u, name)
+        return None if a is None else a[index] if name == "slots" else a[:, index]
+
+    return Unrolls(**{f.name: take(f.name) for f in fields(Unrolls)})
 
 
 @dataclass

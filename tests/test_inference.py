@@ -155,7 +155,7 @@ class Offset(torch.nn.Module):
         self.offset = torch.nn.Parameter(torch.zeros(()))
 
 
-def offset_act(model, obs, state, first):
+def offset_act(model, obs, state, first, slots):
     actions = (obs[:, 0] + model.offset).round().long()
     return ActOutput(actions=actions, logp=torch.zeros(len(obs)), state=state)
 
@@ -223,7 +223,7 @@ def test_parameter_versions_are_recorded():
 
 
 def test_recurrent_state_slots_are_per_env_and_reset_on_first():
-    def counting_act(model, obs, state, first):
+    def counting_act(model, obs, state, first, slots):
         h = state["h"] + 1  # counts steps since the episode began
         return ActOutput(actions=h.long(), logp=torch.zeros(len(obs)), state={"h": h})
 
@@ -240,7 +240,7 @@ def test_recurrent_state_slots_are_per_env_and_reset_on_first():
 
 
 def test_policy_error_fails_waiting_actors_instead_of_hanging():
-    def broken_act(model, obs, state, first):
+    def broken_act(model, obs, state, first, slots):
         raise FloatingPointError("boom")
 
     server, _ = make_server(act=broken_act)

@@ -70,13 +70,13 @@ class EpisodeLog:
         self._lock = threading.Lock()
         self.env_steps = 0  # all actors' env steps so far; an episode is stamped with it
 
-    def add(self, batch: EnvBatch) -> None:
+    def add(self, batch: EnvBatch, slot_offset: int = 0) -> None:
         """Count the batch's steps; record the episodes that ended (restarted envs' cut ones excluded)."""
         done = batch.episode_done & ~batch.restarted
         with self._lock:
             self.env_steps += len(batch.env_ids)
-            for r, n in zip(batch.episode_returns[done], batch.episode_lengths[done]):
-                self._items.append(Episode(self.env_steps, float(r), int(n)))
+            for r, n, i in zip(batch.episode_returns[done], batch.episode_lengths[done], batch.env_ids[done]):
+                self._items.append(Episode(self.env_steps, float(r), int(n), int(i) + slot_offset))
 
     def drain(self) -> list[Episode]:
         """Everything recorded since the last drain."""
@@ -153,7 +153,7 @@ class ActorLoop:
         t0 = time.perf_counter()
         batch = self.source.recv()
         t1 = time.perf_counter()
-        self.episodes.add(batch)
+        self.episodes.add(batch, self.slot_offset)
         reply = self.server.submit(Request(
             slots=batch.env_ids + self.slot_offset, obs=batch.obs, rewards=batch.rewards,
             terminated=batch.terminated, truncated=batch.truncated, restarted=batch.restarted,

@@ -73,7 +73,8 @@ class ImpalaConfig:
     """Minibatches per pass; the batch's unrolls are split between them."""
 
 
-def policy_act(model: ActorCritic, obs: torch.Tensor, state, first: torch.Tensor) -> ActOutput:
+def policy_act(model: ActorCritic, obs: torch.Tensor, state, first: torch.Tensor,
+               slots: torch.Tensor | None = None) -> ActOutput:
     """The inference server's act function for a feed-forward actor-critic: sample, keep log-prob."""
     action, logp, _ = model.act(obs)
     return ActOutput(actions=action, logp=logp, state=state)

@@ -180,14 +180,20 @@ class Run:
         """Mean return of the last 20 episodes (NaN before the first)."""
         return sum(self.recent_returns) / len(self.recent_returns) if self.recent_returns else math.nan
 
-    def record_episodes(self, episodes) -> None:
-        """Log finished episodes (objects with ``step``, ``ret`` and ``length``)."""
+    def record_episodes(self, episodes, group_of=None) -> None:
+        """Log finished episodes (objects with ``step``, ``ret`` and ``length``).
+
+        ``group_of(episode) -> name`` also logs each return under
+        ``charts/episodic_return/<name>`` (Ape-X: its actors' exploration groups).
+        """
         t = self.time_s
         for ep in episodes:
             self.episodes += 1
             self.recent_returns.append(ep.ret)
-            self.metrics.write(ep.step, t, {"charts/episodic_return": ep.ret,
-                                            "charts/episodic_length": ep.length})
+            scalars = {"charts/episodic_return": ep.ret, "charts/episodic_length": ep.length}
+            if group_of is not None:
+                scalars[f"charts/episodic_return/{group_of(ep)}"] = ep.ret
+            self.metrics.write(ep.step, t, scalars)
 
     def end_update(self, step: int, scalars: dict[str, float]) -> None:
         """Close an update at env step ``step``: log its scalars, SPS and time, draw progress."""

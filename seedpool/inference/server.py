@@ -21,8 +21,9 @@ from seedpool.inference.stats import InferenceStats
 from seedpool.inference.unrolls import TrajectoryBuffers
 from seedpool.records import ActOutput, State, Unrolls
 
-ActFn = Callable[[torch.nn.Module, torch.Tensor, State, torch.Tensor], ActOutput]
-"""act(model, obs, state, first) -> ActOutput; `first` marks rows that open an episode."""
+ActFn = Callable[[torch.nn.Module, torch.Tensor, State, torch.Tensor, torch.Tensor], ActOutput]
+"""act(model, obs, state, first, slots) -> ActOutput; `first` marks rows that open an
+episode, `slots` are the rows' global env slots (per-env exploration keys on them)."""
 
 
 class StateSlots:
@@ -60,14 +61,14 @@ class InferenceServer:
                  obs_shape: tuple, obs_dtype, action_shape: tuple = (), action_dtype=np.int64,
                  unroll_length: int, max_batch: int, max_wait_s: float,
                  on_unrolls: Callable[[Unrolls], None], device: str | torch.device = "cpu",
-                 initial_state: State = None, version: int = 0) -> None:
+                 initial_state: State = None, version: int = 0, aux_size: int = 0) -> None:
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.act = act
         self.on_unrolls = on_unrolls
         self.batcher = DynamicBatcher(max_batch, max_wait_s)
         self.buffers = TrajectoryBuffers(num_slots, unroll_length, obs_shape, obs_dtype,
-                                         action_shape, action_dtype)
+                                         action_shape, action_dtype, aux_size)
         self.states = StateSlots(num_slots, initial_state, self.device)
         self.stats = InferenceStats(max_batch)
         self.num_slots = num_slots
@@ -154,10 +155,11 @@ class InferenceServer:
         slots_t = torch.from_numpy(slots).to(self.device)
         first_t = torch.from_numpy(first).to(self.device)
         with torch.no_grad():
-            out = self.act(self.model, obs, self.states.gather(slots_t, first_t), first_t)
+            out = self.act(self.model, obs, self.states.gather(slots_t, first_t), first_t, slots_t)
         self.states.scatter(slots_t, out.state)
         actions = out.actions.cpu().numpy()
-        self.buffers.record_action(slots, actions, out.logp.float().cpu().numpy(), self.version)
+        aux = None if out.aux is None else out.aux.float().cpu().numpy()
+        self.buffers.record_action(slots, actions, out.logp.float().cpu().numpy(), self.version, aux)
         start = 0
         for r in requests:
             r.reply.set(actions[start:start + len(r)])

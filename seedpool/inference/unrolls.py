@@ -18,7 +18,7 @@ class TrajectoryBuffers:
     """One growing unroll per env slot; `observe` returns the unrolls it completed."""
 
     def __init__(self, num_slots: int, unroll_length: int, obs_shape: tuple, obs_dtype,
-                 action_shape: tuple = (), action_dtype=np.int64) -> None:
+                 action_shape: tuple = (), action_dtype=np.int64, aux_size: int = 0) -> None:
         if unroll_length < 1:
             raise ValueError(f"unroll_length must be >= 1, got {unroll_length}")
         T, S = unroll_length, num_slots
@@ -32,6 +32,7 @@ class TrajectoryBuffers:
         self.valid = np.zeros((T + 1, S), dtype=bool)
         self.first = np.zeros((T + 1, S), dtype=bool)
         self.versions = np.zeros((T, S), dtype=np.int64)
+        self.aux = np.zeros((T, S, aux_size), dtype=np.float32) if aux_size else None
         self.pos = np.zeros(S, dtype=np.int64)  # observations written into the current unroll
         self.awaiting_action = np.zeros(S, dtype=bool)  # obs written, action not yet recorded
         self.next_is_first = np.ones(S, dtype=bool)  # the slot's next obs opens an episode
@@ -73,11 +74,17 @@ class TrajectoryBuffers:
         return completed, first
 
     def record_action(self, slots: np.ndarray, actions: np.ndarray, logp: np.ndarray,
-                      version: int) -> None:
-        """Record the actions chosen for the rows of the last `observe`."""
+                      version: int, aux: np.ndarray | None = None) -> None:
+        """Record the actions chosen for the rows of the last `observe` (and the policy's aux values)."""
         if not self.awaiting_action[slots].all():
             raise RuntimeError("record_action() for a slot with no pending observation")
+        if (aux is None) != (self.aux is None):
+            want = "no aux values" if self.aux is None else f"aux values [B, {self.aux.shape[2]}]"
+            raise ValueError(f"the policy must return {want} (the server's aux_size), got "
+                             f"{None if aux is None else aux.shape}")
         pos = self.pos[slots]
+        if aux is not None:
+            self.aux[pos, slots] = aux
         self.actions[pos, slots] = actions
         self.logp[pos, slots] = logp
         self.versions[pos, slots] = version
@@ -91,6 +98,7 @@ class TrajectoryBuffers:
             rewards=self.rewards[:, slots], terminated=self.terminated[:, slots],
             truncated=self.truncated[:, slots], valid=self.valid[:T, slots],
             first=self.first[:T, slots], versions=self.versions[:, slots], slots=slots.copy(),
+            aux=None if self.aux is None else self.aux[:, slots],
         )  # fancy indexing copies, so the buffers can be reused at once
         # The bootstrap observation opens the next unroll.
         self.obs[0, slots] = self.obs[T, slots]

@@ -43,7 +43,8 @@ class CentralSystem:
     """Pools -> actor loops -> inference server -> unroll queue -> learner thread."""
 
     def __init__(self, pools: list, learner: Learner, act: ActFn, cfg: ActingConfig, *,
-                 unrolls_per_batch: int, unroll_length: int, device, env_steps: int = 0) -> None:
+                 unrolls_per_batch: int, unroll_length: int, device, env_steps: int = 0,
+                 aux_size: int = 0) -> None:
         obs_space, act_space = pools[0].single_observation_space, pools[0].single_action_space
         discrete = isinstance(act_space, gym.spaces.Discrete)
         self.cfg = cfg
@@ -56,7 +57,7 @@ class CentralSystem:
             action_dtype=np.int64 if discrete else np.float32, unroll_length=unroll_length,
             max_batch=cfg.max_inference_batch or sum(p.batch_size for p in pools),
             max_wait_s=0.0 if cfg.serial else cfg.max_wait_ms / 1000,  # serially, nobody else comes
-            on_unrolls=self._enqueue, device=device, version=learner.version,
+            on_unrolls=self._enqueue, device=device, version=learner.version, aux_size=aux_size,
         )
         self.episodes = EpisodeLog()
         self.episodes.env_steps = env_steps
@@ -148,9 +149,12 @@ class CentralSystem:
 
 
 def run_central(run: Run, system: CentralSystem, total_steps: int, state: Callable[[dict], dict],
-                stop_at_return: float | None = None) -> None:
+                stop_at_return: float | None = None, episode_group: Callable | None = None) -> None:
     """Run a built system inside `run` until the budget, a stop request, ``stop_at_return``
-    (mean of the last 20 episodes) or a failure; checkpoints hold ``state(learner_state)``."""
+    (mean of the last 20 episodes) or a failure; checkpoints hold ``state(learner_state)``.
+
+    ``episode_group(episode) -> name`` also logs returns per group of envs (see `Run.record_episodes`).
+    """
     def checkpoint() -> None:
         run.save_checkpoint(state(system.learner_thread.state()))
 
@@ -160,7 +164,7 @@ def run_central(run: Run, system: CentralSystem, total_steps: int, state: Callab
         while not run.done(total_steps) and not system.stop.is_set():
             system.wait(1.0)
             now = time.monotonic()
-            run.record_episodes(system.episodes.drain())
+            run.record_episodes(system.episodes.drain(), episode_group)
             run.end_update(system.episodes.env_steps, system.read_metrics(now - last, run.timer))
             last = now
             if stop_at_return is not None and len(run.recent_returns) == run.recent_returns.maxlen \
