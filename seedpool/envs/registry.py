@@ -33,6 +33,16 @@ _FAMILIES: list[Family] = [
         factory="seedpool.envs.atari.registration:make_atari",
         time_limit_option="max_episode_steps",
     ),
+    # Listed without minatar installed (the ids need no import), so a missing package is
+    # reported by the factory with the install command, not as an unknown gymnasium id.
+    # Pure-Python steps hold the GIL but cost only microseconds: the engine's auto layout
+    # measures them (serial for small batches, processes for large), as for CartPole.
+    Family(
+        name="minatar",
+        ids="seedpool.envs.minatar:minatar_ids",
+        factory="seedpool.envs.minatar:make_minatar",
+        prefer_processes=False,
+    ),
 ]
 _ID_CACHE: dict[str, Family] | None = None
 

@@ -1,7 +1,9 @@
 """Evaluate a run's saved policy: returns over N episodes, and an optional video of one.
 
-Works for any algorithm whose checkpoint holds ``model`` (an :class:`ActorCritic` state)
-and whose config.json holds ``env``, ``env_options`` and ``model`` (a ModelConfig).
+Works for any algorithm whose checkpoint holds ``model`` (an :class:`ActorCritic` state, or
+a Q network's for the value-based algorithms) and whose config.json holds ``env``,
+``env_options`` and ``model`` (a ModelConfig, or a QModelConfig). Value-based agents are
+evaluated greedily.
 """
 from __future__ import annotations
 
@@ -16,7 +18,10 @@ from seedpool.actors.actions import env_actions
 from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.config import config_from_dict
 from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
-from seedpool.models import ActorCritic, ModelConfig, make_policy
+from seedpool.models import ActorCritic, ModelConfig, QModelConfig, make_policy, make_q_network
+
+# Algorithms whose checkpoint's model is a Q network (acting greedily on it).
+VALUE_BASED = {"dqn", "apex"}
 
 # Training-only task options that would distort an evaluation of the real task.
 _TRAINING_ONLY = {"episodic_life": False, "reward_clip": False}
@@ -45,12 +50,31 @@ def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> ActorCritic:
     state = load_checkpoint(Path(run_dir) / CHECKPOINT_FILE, algo, map_location=device)
     if "model" not in state or "model" not in cfg:
         raise RunDirError(f"{run_dir}: the '{algo}' checkpoint has no policy network to evaluate")
-    policy = make_policy(*spaces, config_from_dict(ModelConfig, cfg["model"])).to(device)
+    if algo in VALUE_BASED:
+        policy = GreedyPolicy(make_q_network(*spaces, config_from_dict(QModelConfig, cfg["model"]))).to(device)
+    else:
+        policy = make_policy(*spaces, config_from_dict(ModelConfig, cfg["model"])).to(device)
     try:
         policy.load_state_dict(state["model"])
     except RuntimeError as err:
         raise RunDirError(f"{run_dir}: the checkpoint does not fit the configured network ({err})") from None
     return policy.eval()
+
+
+class GreedyPolicy(torch.nn.Module):
+    """A Q network behind the policy face evaluation uses: the action of the highest value."""
+
+    def __init__(self, q_net: torch.nn.Module) -> None:
+        super().__init__()
+        self.q_net = q_net
+
+    def load_state_dict(self, state, strict: bool = True):
+        """Load the Q network's own state (checkpoints hold it unwrapped)."""
+        return self.q_net.load_state_dict(state, strict)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> tuple[torch.Tensor, None, None]:
+        """Greedy actions (``deterministic`` is moot: evaluation of Q-learning is greedy)."""
+        return self.q_net(obs).argmax(dim=1), None, None
 
 
 def eval_env_options(cfg: dict) -> dict:

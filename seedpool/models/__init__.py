@@ -1,7 +1,8 @@
-"""Policy networks: the :class:`ActorCritic` interface, an MLP and the Nature CNN.
+"""Policy networks (the :class:`ActorCritic` interface, an MLP and the Nature CNN) and Q networks.
 
-``make_policy(obs_space, action_space, ModelConfig())`` picks the network that fits the
-spaces and says clearly when a requested network cannot work on them.
+``make_policy(obs_space, action_space, ModelConfig())`` and
+``make_q_network(obs_space, action_space, QModelConfig())`` pick the network that fits the
+spaces and say clearly when a requested network cannot work on them.
 """
 from __future__ import annotations
 
@@ -15,15 +16,22 @@ from seedpool.models.base import ActorCritic
 from seedpool.models.cnn import NatureCNNActorCritic
 from seedpool.models.distributions import CategoricalHead, GaussianHead
 from seedpool.models.mlp import MLPActorCritic
+from seedpool.models.q import MinAtarQNetwork, MLPQNetwork, NatureCNNQNetwork, QNetwork
 
 __all__ = [
     "ActorCritic",
     "CategoricalHead",
     "GaussianHead",
     "MLPActorCritic",
+    "MLPQNetwork",
+    "MinAtarQNetwork",
     "ModelConfig",
     "NatureCNNActorCritic",
+    "NatureCNNQNetwork",
+    "QModelConfig",
+    "QNetwork",
     "make_policy",
+    "make_q_network",
 ]
 
 
@@ -74,3 +82,58 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     return MLPActorCritic(
         obs_dim, action_dim, continuous, tuple(cfg.hidden_sizes), cfg.activation, cfg.init_log_std
     )
+
+
+@dataclass
+class QModelConfig:
+    """Which Q network to build (value-based agents: DQN, Ape-X)."""
+
+    kind: Literal["auto", "mlp", "cnn", "minatar_cnn"] = "auto"
+    """"cnn": Nature CNN for uint8 frames [C, H, W] (at least 36x36); "minatar_cnn": MinAtar's
+    small CNN for 0/1 grids [C, 10, 10]; "mlp" for vectors; "auto": cnn for 3-D uint8, minatar_cnn
+    for 3-D bool, else mlp."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """MLP hidden widths (SB3's DQN default; rl-zoo3 tunes CartPole to (256, 256)). The CNNs keep
+    their papers' widths (512 Nature, 128 MinAtar)."""
+    dueling: bool = False
+    """Dueling head: separate value and advantage streams, Q = V + A - mean(A)."""
+
+
+_NATURE_MIN_SIZE = 36  # the smallest frame the Nature CNN's three convolutions accept
+
+
+def _q_kind(obs_space: gym.spaces.Box, kind: str) -> str:
+    """The network `kind` resolves to for these observations, or ValueError saying what fits."""
+    image = len(obs_space.shape) == 3
+    if kind == "auto":
+        if image and obs_space.dtype == np.bool_:
+            return "minatar_cnn"
+        return "cnn" if is_image_space(obs_space) else "mlp"
+    if kind == "cnn" and not (is_image_space(obs_space) and min(obs_space.shape[1:]) >= _NATURE_MIN_SIZE):
+        raise ValueError(
+            "the Nature CNN Q network needs uint8 frames [C, H, W] of at least "
+            f"{_NATURE_MIN_SIZE}x{_NATURE_MIN_SIZE} such as Atari's 4x84x84; this env gives "
+            f"{obs_space.dtype} {obs_space.shape}. Use kind 'minatar_cnn' for small grids, or 'mlp'."
+        )
+    if kind == "minatar_cnn" and not image:
+        raise ValueError(f"the MinAtar CNN needs observations shaped [C, H, W]; this env gives {obs_space.shape}.")
+    if kind not in ("mlp", "cnn", "minatar_cnn"):
+        raise ValueError(f"Q network kind must be auto, mlp, cnn or minatar_cnn, got {kind!r}")
+    return kind
+
+
+def make_q_network(obs_space: gym.Space, action_space: gym.Space, cfg: QModelConfig) -> QNetwork:
+    """Build the Q network for these spaces, or raise ValueError saying what would fit."""
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise ValueError(
+            f"Q networks need a Discrete action space (one Q-value per action); this env has {action_space}."
+        )
+    if not isinstance(obs_space, gym.spaces.Box):
+        raise ValueError(f"seedpool's Q networks need a Box observation space; this env has {obs_space}.")
+    num_actions = int(action_space.n)
+    kind = _q_kind(obs_space, cfg.kind)
+    if kind == "cnn":
+        return NatureCNNQNetwork(obs_space.shape, num_actions, cfg.dueling)
+    if kind == "minatar_cnn":
+        return MinAtarQNetwork(obs_space.shape, num_actions, cfg.dueling)
+    return MLPQNetwork(int(np.prod(obs_space.shape)), num_actions, tuple(cfg.hidden_sizes), cfg.dueling)

@@ -1,0 +1,232 @@
+"""DQN's learner (Mnih et al. 2015) with the Ape-X / Rainbow options: double Q, n-step
+returns and prioritized replay (a dueling head is the network's: QModelConfig.dueling);
+plus the exploration helpers acting needs.
+
+:class:`DQNLearner` takes minibatches as a replay samples them, already reduced to one
+transition per row (the n-step return and its discount are the replay's work)::
+
+    batch = {"obs": [n, ...], "action": [n], "reward": [n], "discount": [n],
+             "next_obs": [n, ...], "weights": [n], "indices": [n]}
+    metrics = learner.update(batch, env_steps=k)
+    rb.update_priorities(learner.last_indices, learner.last_priorities)
+
+``reward`` is ``sum_{i<m} gamma^i r_{t+i}``, ``discount`` is ``gamma^m`` (0 where the
+episode terminated within the m steps) and ``next_obs`` is the observation m steps on; the
+TD target is ``reward + discount * Q_target(next_obs, a*)`` with ``a*`` the online network's
+argmax (double Q) or the target network's own (plain DQN).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seedpool.algos.learner import GradientLearner, check_finite
+from seedpool.models.flat import flatten_parameters, zero_grads
+from seedpool.models.q import QNetwork
+
+
+@dataclass
+class DQNConfig:
+    """DQN / Ape-X hyperparameters (names and defaults as Stable-Baselines3's DQN where it has them)."""
+
+    learning_rate: float = 1e-4
+    """Adam learning rate (constant)."""
+    adam_eps: float = 1e-8
+    """Adam epsilon (torch's default; Rainbow and Dopamine use 1.5e-4)."""
+    gamma: float = 0.99
+    """Discount factor; the replay folds it into each row's ``discount`` (gamma^m)."""
+    buffer_size: int = 1_000_000
+    """Replay capacity in transitions."""
+    learning_starts: int = 100
+    """Env steps collected before the first update."""
+    batch_size: int = 32
+    """Minibatch size: transitions per gradient step (not the engine's recv batch)."""
+    train_frequency: int = 4
+    """Env steps (per env) between rounds of gradient steps."""
+    gradient_steps: int = 1
+    """Gradient steps (learner updates) per round."""
+    target_network_frequency: int = 2500
+    """Learner updates (gradient steps, not env steps) between target-network updates, as the
+    Nature and Ape-X papers count. SB3 and CleanRL count env steps: their 10000 at
+    train_frequency 4 with one env is 2500 here."""
+    tau: float = 1.0
+    """Target update rate: target <- tau * online + (1 - tau) * target; 1.0 is a hard copy."""
+    exploration_fraction: float = 0.1
+    """Share of the run over which epsilon falls from its initial to its final value."""
+    exploration_initial_eps: float = 1.0
+    """Epsilon of epsilon-greedy acting at the start of the run."""
+    exploration_final_eps: float = 0.05
+    """Epsilon after the exploration fraction of the run."""
+    double_q: bool = False
+    """Double DQN: the online network picks the next action, the target network values it."""
+    n_step: int = 1
+    """Steps per return (the replay computes the n-step return and gamma^n)."""
+    prioritized: bool = False
+    """Prioritized replay: sample by |TD error|^alpha and weight the loss by IS weights."""
+    alpha: float = 0.6
+    """Priority exponent (0: uniform sampling)."""
+    beta0: float = 0.4
+    """IS-weight exponent at the start; annealed linearly to 1 over the run (`DQNLearner.beta`)."""
+    max_grad_norm: float = 10.0
+    """Clip the global gradient norm to this value."""
+    loss: Literal["huber", "mse"] = "huber"
+    """TD loss per row: Huber (smooth L1, delta 1) or squared error."""
+
+
+def linear_schedule(start: float, end: float, fraction: float, progress: float) -> float:
+    """``start`` at progress 0, linear to ``end`` at progress ``fraction``, then ``end``."""
+    if fraction <= 0.0:
+        return end
+    return start + (end - start) * min(max(progress, 0.0) / fraction, 1.0)
+
+
+def apex_epsilons(num_actors: int, eps: float = 0.4, alpha: float = 7.0) -> np.ndarray:
+    """Ape-X's fixed per-actor epsilons ``eps^(1 + alpha * i / (N - 1))``, i = 0..N-1 (N = 1: [eps])."""
+    if num_actors < 1:
+        raise ValueError(f"num_actors must be >= 1, got {num_actors}")
+    if num_actors == 1:
+        return np.array([eps], dtype=np.float64)
+    return eps ** (1.0 + alpha * np.arange(num_actors) / (num_actors - 1))
+
+
+def epsilon_greedy(q_values: torch.Tensor, epsilon: float | torch.Tensor | np.ndarray,
+                   generator: torch.Generator | None = None) -> torch.Tensor:
+    """Actions ``[B]``: per row, uniform with probability epsilon (a float or one per row), else argmax."""
+    rows, num_actions = q_values.shape
+    device = q_values.device
+    greedy = q_values.argmax(dim=-1)
+    # Both draws are made whatever epsilon is, so a generator's stream does not depend on it.
+    explore = torch.rand(rows, generator=generator, device=device) < torch.as_tensor(
+        epsilon, dtype=torch.float32, device=device)
+    uniform = torch.randint(num_actions, (rows,), generator=generator, device=device)
+    return torch.where(explore, uniform, greedy)
+
+
+@torch.no_grad()
+def td_targets(online: nn.Module, target: nn.Module, reward: torch.Tensor, discount: torch.Tensor,
+               next_obs: torch.Tensor, double_q: bool) -> torch.Tensor:
+    """``reward + discount * Q_target(next_obs, a*)``, a* from the online (double) or target network."""
+    next_q = target(next_obs)
+    if double_q:
+        best = online(next_obs).argmax(dim=-1, keepdim=True)
+        next_value = next_q.gather(-1, best).squeeze(-1)
+    else:
+        next_value = next_q.max(dim=-1).values
+    # Where the episode ended, next_obs may be anything a replay left there (even NaN): 0 * NaN
+    # is NaN, so those rows take no bootstrap at all rather than a zero-weighted one.
+    return reward + torch.where(discount > 0, discount * next_value, torch.zeros_like(next_value))
+
+
+def dqn_loss(online: nn.Module, target: nn.Module, batch: Mapping[str, torch.Tensor], double_q: bool,
+             loss: str = "huber") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(IS-weighted mean TD loss, TD errors ``[n]`` detached, Q(s, a) ``[n]`` detached)."""
+    y = td_targets(online, target, batch["reward"], batch["discount"], batch["next_obs"], double_q)
+    q = online(batch["obs"]).gather(-1, batch["action"].unsqueeze(-1)).squeeze(-1)
+    if loss == "huber":
+        per_row = F.smooth_l1_loss(q, y, reduction="none")
+    elif loss == "mse":
+        per_row = F.mse_loss(q, y, reduction="none")
+    else:
+        raise ValueError(f"loss must be 'huber' or 'mse', got {loss!r}")
+    weights = batch.get("weights")
+    weighted = per_row if weights is None else per_row * weights
+    return weighted.mean(), (q - y).detach(), q.detach()
+
+
+def _tensors(batch: Mapping[str, Any], device: torch.device) -> dict[str, torch.Tensor]:
+    """The batch's arrays as tensors on the learner's device, in the dtypes the loss needs."""
+    out = {k: torch.as_tensor(batch[k], device=device) for k in ("obs", "next_obs")}
+    out["action"] = torch.as_tensor(batch["action"], device=device).long()
+    for k in ("reward", "discount", "weights"):
+        if batch.get(k) is not None:
+            out[k] = torch.as_tensor(batch[k], device=device, dtype=torch.float32)
+    return out
+
+
+class DQNLearner(GradientLearner):
+    """DQN as a `Learner`: ``update(batch)`` is one gradient step on one replay minibatch.
+
+    After each update, ``last_priorities`` (float32 numpy ``[n]``, the |TD errors| before the
+    step) and ``last_indices`` (the batch's ``indices``, as given) are ready for
+    ``rb.update_priorities``; the replay adds its own epsilon and exponent alpha.
+    """
+
+    def __init__(self, model: QNetwork, cfg: DQNConfig, total_steps: int | None = None,
+                 device: str | torch.device = "cpu") -> None:
+        if not 0.0 < cfg.tau <= 1.0 or cfg.target_network_frequency < 1:
+            raise ValueError(f"need 0 < tau <= 1 and target_network_frequency >= 1, got tau={cfg.tau}, "
+                             f"target_network_frequency={cfg.target_network_frequency}")
+        if cfg.loss not in ("huber", "mse"):
+            raise ValueError(f"loss must be 'huber' or 'mse', got {cfg.loss!r}")
+        self.device = torch.device(device)
+        model = model.to(self.device)
+        # One flat tensor per network: Adam, clipping and the target update are one op each.
+        self.params = flatten_parameters(model)
+        self.target = copy.deepcopy(model)
+        self.target_params = flatten_parameters(self.target).requires_grad_(False)
+        for p in (self.target_params, *self.target.parameters()):
+            p.grad = None  # the target network never takes a gradient
+        self.target.requires_grad_(False)
+        optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps,
+                                     fused=self.device.type in ("cpu", "cuda"))
+        super().__init__(model, optimizer, total_steps)
+        self.cfg = cfg
+        self.last_priorities = np.zeros(0, dtype=np.float32)
+        self.last_indices: Any = None
+
+    def epsilon(self, progress: float) -> float:
+        """Epsilon of epsilon-greedy acting at this fraction of the run."""
+        c = self.cfg
+        return linear_schedule(c.exploration_initial_eps, c.exploration_final_eps, c.exploration_fraction, progress)
+
+    def beta(self, progress: float | None = None) -> float:
+        """Prioritized replay's IS exponent: beta0 at the start, 1 at the end (default: own progress)."""
+        return linear_schedule(self.cfg.beta0, 1.0, 1.0, self.progress if progress is None else progress)
+
+    def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> dict[str, float]:
+        """One gradient step on a replay minibatch; ``env_steps``: new env steps it accounts for
+        (advances `progress`). Raises NonFiniteLossError before touching the parameters."""
+        data = _tensors(batch, self.device)
+        loss, td_error, q = dqn_loss(self.model, self.target, data, self.cfg.double_q, self.cfg.loss)
+        check_finite("DQN TD loss", loss, self.version)
+        zero_grads([self.params])
+        loss.backward()
+        grad = self.params.grad
+        grad_norm = torch.linalg.vector_norm(grad)
+        check_finite("DQN gradient norm", grad_norm, self.version)
+        grad.mul_((self.cfg.max_grad_norm / (grad_norm + 1e-6)).clamp_(max=1.0))
+        self.optimizer.step()
+        self._advance(env_steps)
+        if self.version % self.cfg.target_network_frequency == 0:
+            self.update_target()
+        self.last_priorities = td_error.abs().cpu().numpy()
+        self.last_indices = batch.get("indices")
+        return {
+            "losses/td_loss": float(loss.detach()),
+            "losses/q_values": float(q.mean()),
+            "losses/td_error_abs": float(self.last_priorities.mean()),
+            "losses/grad_norm": float(grad_norm),
+        }
+
+    @torch.no_grad()
+    def update_target(self) -> None:
+        """target <- tau * online + (1 - tau) * target (a copy when tau is 1)."""
+        if self.cfg.tau >= 1.0:
+            self.target_params.copy_(self.params)
+        else:
+            self.target_params.lerp_(self.params, self.cfg.tau)
+
+    def state_dict(self) -> dict:
+        """Model, target network, optimizer and counters."""
+        return {**super().state_dict(), "target": self.target.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+        super().load_state_dict(state)
+        self.target.load_state_dict(state["target"])
