@@ -68,3 +68,38 @@ def _check_time_major(
                 f"{name} must be a bool tensor of shape {tuple(rewards.shape)}, "
                 f"got {flag.dtype} {tuple(flag.shape)}"
             )
+
+
+def nstep_returns(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    gamma: float,
+    n_step: int,
+) -> torch.Tensor:
+    """n-step targets ``[T, B]``: ``sum_{k<m} gamma^k r_{t+k} + gamma^m V(obs_{t+m})``, 0 bootstrap if terminated.
+
+    ``m = n_step``, or fewer when the episode ends first (at the terminated or truncated step)
+    or the rollout does (then the row bootstraps from ``values[T]``, as NStepWriter.flush does).
+    """
+    _check_time_major(rewards, values, terminated, truncated)
+    if n_step < 1:
+        raise ValueError(f"n_step must be >= 1, got {n_step}")
+    T = rewards.shape[0]
+    ret = torch.zeros_like(rewards, dtype=values.dtype)
+    scale = torch.ones_like(ret)  # gamma^k for rows still collecting rewards
+    m = torch.zeros(rewards.shape, dtype=torch.long)
+    going = torch.ones(rewards.shape, dtype=torch.bool)
+    hit_terminal = torch.zeros(rewards.shape, dtype=torch.bool)
+    for k in range(min(n_step, T)):
+        rows = T - k  # rows t < T - k can still see step t + k
+        g = going[:rows]
+        ret[:rows] += torch.where(g, scale[:rows] * rewards[k:], 0.0)
+        scale[:rows] = torch.where(g, scale[:rows] * gamma, scale[:rows])
+        m[:rows] += g.long()
+        hit_terminal[:rows] |= g & terminated[k:]
+        going[:rows] = g & ~(terminated[k:] | truncated[k:])
+    t_index = torch.arange(T).reshape(-1, *([1] * (rewards.dim() - 1)))
+    bootstrap = torch.gather(values, 0, t_index + m)
+    return ret + torch.where(hit_terminal, 0.0, scale) * bootstrap

@@ -1,0 +1,290 @@
+"""``NStepWriter``: per-stream n-step rows computed at insertion, written to a replay.
+
+Each stream (env) keeps its last ``n`` steps. A row starting at step ``t`` of an episode is
+
+    obs_t, action_t, reward = sum_{k<m} gamma^k r_{t+k}, discount = gamma^m, next_obs = obs_{t+m}
+
+with ``m = n`` normally and ``m < n`` when the episode ends first. A terminated episode does
+not bootstrap (discount 0); a truncated one does (discount gamma^m, next_obs = its final
+observation). All per-stream state lives in arrays indexed by stream id, updated by one
+compiled kernel per ``add``: no Python loop over envs, and a handful of NumPy calls.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .storage import coerce
+
+WRITER_FIELDS = ("obs", "action", "reward", "discount", "next_obs")
+MAX_STREAMS = 1 << 20
+
+
+@njit(cache=True, inline="always")
+def _row(w_reward, w_q, powers, s, first, last, terminal, next_value):
+    """(reward sum, discount, |TD| priority) of the row of stream ``s`` from step ``first`` to ``last``."""
+    n = w_reward.shape[1]
+    m = last - first + 1
+    ret = 0.0
+    for k in range(m):
+        ret += powers[k] * w_reward[s, (first + k) % n]
+    discount = 0.0 if terminal else powers[m]
+    return ret, discount, abs(ret + discount * next_value - w_q[s, first % n])
+
+
+@njit(cache=True)
+def _advance(ss, terminated, truncated, reward, q, next_value, powers, t, start, ep, w_reward, w_q,
+             last_value, out_stream, out_batch, out_first, out_ep, out_ret, out_disc, out_prio):
+    """Record one step per stream, write out every row it completes, advance the counters; returns rows."""
+    n = w_reward.shape[1]
+    rows = 0
+    for b in range(ss.shape[0]):
+        s = ss[b]
+        ts = t[s]
+        w_reward[s, ts % n] = reward[b]
+        w_q[s, ts % n] = q[b]
+        last_value[s] = next_value[b]
+        done = terminated[b] or truncated[b]
+        pending = ts - start[s] + 1
+        count = pending if done else (1 if pending == n else 0)
+        for j in range(count):  # every completed row ends at this step
+            first = start[s] + j
+            ret, disc, prio = _row(w_reward, w_q, powers, s, first, ts, terminated[b], next_value[b])
+            out_stream[rows], out_batch[rows], out_first[rows], out_ep[rows] = s, b, first, ep[s]
+            out_ret[rows], out_disc[rows], out_prio[rows] = ret, disc, prio
+            rows += 1
+        if done:
+            t[s], start[s], ep[s] = 0, 0, ep[s] + 1
+        else:
+            t[s], start[s] = ts + 1, start[s] + count
+    return rows
+
+
+@njit(cache=True)
+def _flush(powers, t, start, ep, w_reward, w_q, last_value, out_stream, out_first, out_ep, out_ret,
+           out_disc, out_prio):
+    """Write out every pending row, bootstrapping from its stream's latest observation; returns rows."""
+    rows = 0
+    for s in range(t.shape[0]):
+        for first in range(start[s], t[s]):
+            ret, disc, prio = _row(w_reward, w_q, powers, s, first, t[s] - 1, False, last_value[s])
+            out_stream[rows], out_first[rows], out_ep[rows] = s, first, ep[s]
+            out_ret[rows], out_disc[rows], out_prio[rows] = ret, disc, prio
+            rows += 1
+        start[s] = t[s]
+    return rows
+
+
+class NStepWriter:
+    """Turn per-env steps into n-step rows of ``replay`` (fields among obs, action, reward, discount, next_obs)."""
+
+    def __init__(self, replay: Any, n_step: int, gamma: float) -> None:
+        if not isinstance(n_step, (int, np.integer)) or n_step < 1:
+            raise ValueError(f"n_step must be an int >= 1, got {n_step!r}")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        unknown = sorted(set(replay.fields) - set(WRITER_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"NStepWriter writes fields {list(WRITER_FIELDS)}; the replay also has {unknown}, "
+                "which it could not fill"
+            )
+        self.replay, self.n_step, self.gamma = replay, int(n_step), float(gamma)
+        self.fields = dict(replay.fields)
+        self._powers = self.gamma ** np.arange(self.n_step + 1, dtype=np.float64)
+        self._cache = replay.storage.new_stream_cache(self.n_step) if replay.frame_dedup else None
+        self._with_values: bool | None = None  # fixed by the first add
+        self.w_obs: np.ndarray | None = None  # plain storage only: each pending step's obs
+        self.last_next_obs: np.ndarray | None = None  # plain storage only: for flush()
+        self._streams = 0
+        self._grow(8)
+
+    def _grow(self, streams: int) -> None:
+        """Per-stream arrays for ids below ``streams`` (old contents kept)."""
+        n, act = self.n_step, self.fields.get("action")
+        shapes = {
+            "t": ((), np.int64), "start": ((), np.int64), "ep": ((), np.int64),
+            "w_reward": ((n,), np.float64), "w_q": ((n,), np.float64), "last_next_value": ((), np.float64),
+            "w_action": ((n, *act.shape), act.dtype) if act else ((n,), np.int64),
+        }
+        if self._cache is None and "obs" in self.fields:
+            shapes["w_obs"] = ((n, *self.fields["obs"].shape), self.fields["obs"].dtype)
+        if self._cache is None and "next_obs" in self.fields:
+            shapes["last_next_obs"] = (self.fields["next_obs"].shape, self.fields["next_obs"].dtype)
+        for name, (shape, dtype) in shapes.items():
+            new = np.zeros((streams, *shape), dtype)
+            if self._streams:
+                new[: self._streams] = getattr(self, name)
+            setattr(self, name, new)
+        self._streams = streams
+        if self._cache is not None:
+            self._cache.ensure(streams)
+
+    @property
+    def pending(self) -> int:
+        """Steps received whose rows are not written yet (rows flush() would write)."""
+        return int((self.t - self.start).sum())
+
+    def add(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, next_obs: Any,
+            streams: Any = None, q_value: Any = None, next_value: Any = None) -> int:
+        """One step of B envs (one step per stream, in time order per stream); returns rows written.
+
+        ``next_obs`` is what the step returned: at an episode end, the final observation. Do not
+        feed the extra step that next-step autoreset inserts between episodes. ``q_value`` and
+        ``next_value`` (both or neither) give rows their initial priority
+        ``|reward + discount * next_value[end] - q_value[start]|``.
+        """
+        step = self._validate(obs, action, reward, terminated, truncated, next_obs, streams, q_value, next_value)
+        ss, b = step["streams"], len(step["streams"])
+        t_s = self.t[ss]
+        pending = t_s - self.start[ss] + 1
+        done = step["terminated"] | step["truncated"]
+        self._check_room(int(np.where(done, pending, pending == self.n_step).sum()))
+        if self._cache is not None:  # the last check, and the first change: caches the new frames
+            self._check_frames(step, ss)
+        pos = t_s % self.n_step
+        self.w_action[ss, pos] = step["action"]
+        if self.w_obs is not None:
+            self.w_obs[ss, pos] = step["obs"]
+        if self.last_next_obs is not None:
+            self.last_next_obs[ss] = step["next_obs"]
+        out = _outputs(b * self.n_step)
+        rows = _advance(ss, step["terminated"], step["truncated"], step["reward"], step["q_value"],
+                        step["next_value"], self._powers, self.t, self.start, self.ep, self.w_reward, self.w_q,
+                        self.last_next_value, out["stream"], out["batch"], out["first"], out["ep"], out["ret"],
+                        out["disc"], out["prio"])
+        out = {k: v[:rows] for k, v in out.items()}
+        next_obs = step["next_obs"][out["batch"]] if self.last_next_obs is not None else None
+        return self._write(out, t_s[out["batch"]] + 1, next_obs)  # every row ends at this step
+
+    def flush(self) -> int:
+        """Write every pending row now, bootstrapping from the latest observation; returns rows written.
+
+        A pending row (its n steps not all seen) becomes a shorter m-step row with discount
+        gamma^m, exactly as at a truncation, so no step is dropped. The streams go on: their
+        next rows start at the next step. Call it before saving or closing.
+        """
+        total = self.pending
+        if not total:
+            return 0
+        self._check_room(total)
+        out = _outputs(total)
+        _flush(self._powers, self.t, self.start, self.ep, self.w_reward, self.w_q, self.last_next_value,
+               out["stream"], out["first"], out["ep"], out["ret"], out["disc"], out["prio"])
+        nxt = self.last_next_obs[out["stream"]] if self.last_next_obs is not None else None
+        return self._write(out, self.t[out["stream"]], nxt)
+
+    def _check_room(self, rows: int) -> None:
+        """Refuse, before any state changes, a call that would write more rows than one write may hold."""
+        if rows > self.replay.capacity:
+            raise ValueError(
+                f"this call would write {rows} rows at once, more than the replay's capacity "
+                f"{self.replay.capacity}"
+            )
+
+    def _write(self, out: dict, t_next: np.ndarray, next_obs: np.ndarray | None) -> int:
+        """Send computed rows to the replay; ``t_next`` is each row's next_obs step (frame dedup)."""
+        rows = len(out["stream"])
+        if not rows:
+            return 0
+        start_pos = out["first"] % self.n_step
+        fields = {"reward": out["ret"], "discount": out["disc"], "action": self.w_action[out["stream"], start_pos]}
+        prio = out["prio"] if self._with_values else None
+        if self._cache is None:
+            if "obs" in self.fields:
+                fields["obs"] = self.w_obs[out["stream"], start_pos]
+            if "next_obs" in self.fields:
+                fields["next_obs"] = next_obs
+            self.replay.add(priorities=prio, **{f: fields[f] for f in self.fields})
+        else:
+            scalars = {f: fields[f] for f in self.fields if f not in ("obs", "next_obs")}
+            self.replay._add_stream_rows(scalars, prio, self._cache, out["stream"], out["ep"], out["first"],
+                                         t_next)
+        return rows
+
+    def _check_frames(self, step: dict, ss: np.ndarray) -> None:
+        """Frame dedup: obs continues its stream, next_obs is obs shifted by one frame (one frame each)."""
+        code, row = self._cache.check_and_push(step["obs"], step["next_obs"], ss, self.t, self.ep)
+        if code == 1:
+            raise ValueError(
+                f"row {row}: next_obs[-2] != obs[-1]; frame dedup needs stacked frames shifting by one "
+                "(stack axis first)"
+            )
+        if code == 2:
+            raise ValueError(
+                f"row {row} (stream {ss[row]}): obs[-1] is not the newest frame of that stream's previous "
+                "next_obs; steps must arrive in time order per stream (a new episode starts only after "
+                "a terminated or truncated step)"
+            )
+
+    def _validate(self, obs, action, reward, terminated, truncated, next_obs, streams, q_value,
+                  next_value) -> dict:
+        """Every input checked and cast before any state changes; raises ValueError/TypeError."""
+        reward = _floats("reward", reward, None)
+        b = len(reward)
+        step = {"reward": reward,
+                "terminated": _flags("terminated", terminated, b), "truncated": _flags("truncated", truncated, b)}
+        for name, value in (("obs", obs), ("next_obs", next_obs)):
+            field = self.fields.get("obs") or self.fields.get("next_obs")
+            step[name] = coerce(name, value, field, b) if field else np.asarray(value)
+            if len(step[name]) != b:
+                raise ValueError(f"{name} has {len(step[name])} rows, reward has {b}")
+        act = self.fields.get("action")
+        step["action"] = coerce("action", action, act, b) if act else np.asarray(action, np.int64).reshape(b)
+        if (q_value is None) != (next_value is None):
+            raise ValueError("give both q_value and next_value (initial priorities) or neither")
+        with_values = q_value is not None
+        if self._with_values is not None and with_values != self._with_values:
+            raise ValueError(f"q_value/next_value were {'given' if self._with_values else 'absent'} in earlier "
+                             "adds: keep them the same for every add, so every row has a priority")
+        step["q_value"] = _floats("q_value", q_value, b) if with_values else np.zeros(b)
+        step["next_value"] = _floats("next_value", next_value, b) if with_values else np.zeros(b)
+        step["streams"] = self._stream_ids(streams, b)
+        self._with_values = with_values
+        return step
+
+    def _stream_ids(self, streams: Any, b: int) -> np.ndarray:
+        """Stream ids [B] (default arange(B)): ints, >= 0, unique in one add; grows per-stream state."""
+        if streams is None:
+            ss = np.arange(b, dtype=np.int64)
+        else:
+            ss = np.asarray(streams)
+            if ss.shape != (b,) or (b and ss.dtype.kind not in "iu"):
+                raise ValueError(f"streams must be ints of shape ({b},), got {ss.dtype} {ss.shape}")
+            ss = ss.astype(np.int64)
+            if b and (ss.min() < 0 or ss.max() >= MAX_STREAMS):
+                raise ValueError(f"stream ids must be in [0, {MAX_STREAMS}), got {ss.min()}..{ss.max()}")
+            if len(np.unique(ss)) != b:
+                raise ValueError("a stream appears twice in one add: send one step per stream per call")
+        if b and ss.max() >= self._streams:
+            self._grow(max(int(ss.max()) + 1, 2 * self._streams))
+        return ss
+
+
+def _outputs(size: int) -> dict[str, np.ndarray]:
+    """Room for ``size`` rows computed by the kernels."""
+    ints = ("stream", "batch", "first", "ep")
+    return {k: np.empty(size, np.int64 if k in ints else np.float64)
+            for k in (*ints, "ret", "disc", "prio")}
+
+
+def _floats(name: str, value: Any, b: int | None) -> np.ndarray:
+    """A finite float64 vector (of length ``b`` when given)."""
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (b is not None and arr.shape[0] != b) or (arr.size and arr.dtype.kind not in "iuf"):
+        want = f"[{b}]" if b is not None else "[B]"
+        raise ValueError(f"{name} must be a real vector {want}, got {arr.dtype} {arr.shape}")
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite, got {arr[~np.isfinite(arr)][:3]}")
+    return arr
+
+
+def _flags(name: str, value: Any, b: int) -> np.ndarray:
+    """A bool vector [b]."""
+    arr = np.asarray(value)
+    if arr.shape != (b,) or arr.dtype != np.bool_:
+        raise ValueError(f"{name} must be a bool vector [{b}], got {arr.dtype} {arr.shape}")
+    return arr
