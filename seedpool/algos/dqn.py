@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seedpool.algos.learner import GradientLearner, check_finite
+from seedpool.algos.learner import GradientLearner, check_finite, linear_decay, set_learning_rate
 from seedpool.models.flat import flatten_parameters, zero_grads
 from seedpool.models.q import QNetwork
 
@@ -36,7 +36,9 @@ class DQNConfig:
     """DQN / Ape-X hyperparameters (names and defaults as Stable-Baselines3's DQN where it has them)."""
 
     learning_rate: float = 1e-4
-    """Adam learning rate (constant)."""
+    """Adam learning rate."""
+    anneal_lr: bool = False
+    """Decay the learning rate linearly to 0 over the run (a steadier policy at the end)."""
     adam_eps: float = 1e-8
     """Adam epsilon (torch's default; Rainbow and Dopamine use 1.5e-4)."""
     gamma: float = 0.99
@@ -193,6 +195,8 @@ class DQNLearner(GradientLearner):
         """One gradient step on a replay minibatch; ``env_steps``: new env steps it accounts for
         (advances `progress`). Raises NonFiniteLossError before touching the parameters."""
         data = _tensors(batch, self.device)
+        if self.cfg.anneal_lr:
+            set_learning_rate(self.optimizer, linear_decay(self.cfg.learning_rate, self.progress))
         loss, td_error, q = dqn_loss(self.model, self.target, data, self.cfg.double_q, self.cfg.loss)
         check_finite("DQN TD loss", loss, self.version)
         zero_grads([self.params])

@@ -1,0 +1,102 @@
+"""A Q-learner behind a replay, as one `Learner`: insert each batch of experience, then learn.
+
+Both value-based trainers hand it `Unrolls` (DQN's sync sampler, or Ape-X's central
+inference server): ``update(unrolls)`` writes their transitions into the replay through the
+n-step writer, then takes as many minibatch gradient steps as the **replay ratio** (samples
+learned per env step) asks for, and feeds the new |TD errors| back as priorities. Learning
+is paced by experience, not by the clock: if the learner falls behind, the runner's queue
+fills and acting waits, so the ratio holds on any machine.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from seedpool.algos.dqn import DQNLearner
+from seedpool.algos.unroll_steps import UnrollSteps
+from seedpool.records import Unrolls
+
+
+class ReplayLearner:
+    """`update(unrolls)`: insert into ``replay`` via ``writer``, then learn at ``replay_ratio``."""
+
+    def __init__(self, learner: DQNLearner, replay, writer, *, replay_ratio: float, batch_size: int,
+                 learning_starts: int, total_steps: int) -> None:
+        if replay_ratio <= 0 or batch_size < 1:
+            raise ValueError(f"need replay_ratio > 0 and batch_size >= 1, got {replay_ratio}, {batch_size}")
+        self.learner, self.replay, self.writer = learner, replay, writer
+        self.replay_ratio, self.batch_size = replay_ratio, batch_size
+        self.learning_starts, self.total_steps = learning_starts, total_steps
+        self.steps = UnrollSteps()
+        self.env_steps = 0  # env steps inserted (reset steps included: they are env steps too)
+        self.learning_env_steps = 0  # env steps inserted while the replay was big enough to learn
+        self.gradient_steps = 0
+        self._credit = 0.0  # gradient steps owed by the replay ratio, not yet taken
+
+    @property
+    def model(self):
+        """The online Q network (what acting uses)."""
+        return self.learner.model
+
+    @property
+    def version(self) -> int:
+        """Gradient steps taken (bumped by each)."""
+        return self.learner.version
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the run's env steps inserted."""
+        return min(1.0, self.env_steps / self.total_steps) if self.total_steps else 0.0
+
+    def update(self, unrolls: Unrolls) -> dict[str, float]:
+        """Insert the unrolls' transitions; learn as far as the replay ratio allows.
+
+        Learning waits until the replay holds ``learning_starts`` transitions (again after a
+        resume that did not save the replay)."""
+        for step in self.steps(unrolls):
+            self.writer.add(**step)
+        new_steps = unrolls.num_steps * len(unrolls)
+        self.env_steps += new_steps
+        out = {"charts/replay_size": float(len(self.replay))}
+        if len(self.replay) < max(self.learning_starts, self.batch_size):
+            return out
+        self.learning_env_steps += new_steps
+        self._credit += new_steps * self.replay_ratio / self.batch_size
+        due = int(self._credit)
+        self._credit -= due
+        for _ in range(due):
+            out.update(self._learn_once(new_steps / due))
+        return {**out, "charts/gradient_steps": float(self.gradient_steps),
+                "charts/replay_ratio": self.measured_ratio()}
+
+    def _learn_once(self, env_steps: float) -> dict[str, float]:
+        beta = self.learner.beta(self.progress)
+        batch = self.replay.sample(self.batch_size, beta=beta)
+        metrics = self.learner.update(batch, env_steps=int(round(env_steps)))
+        self.replay.update_priorities(self.learner.last_indices, self.learner.last_priorities)
+        self.gradient_steps += 1
+        return metrics
+
+    def measured_ratio(self) -> float:
+        """Samples learned per env step while learning was on."""
+        return self.gradient_steps * self.batch_size / self.learning_env_steps if self.learning_env_steps else 0.0
+
+    def state_dict(self) -> dict[str, Any]:
+        """The learner's state and this loop's counters (the replay's contents are saved apart)."""
+        return {**self.learner.state_dict(), "env_steps": self.env_steps,
+                "learning_env_steps": self.learning_env_steps, "gradient_steps": self.gradient_steps,
+                "credit": self._credit}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
+        state = dict(state)
+        self.env_steps = int(state.pop("env_steps"))
+        self.learning_env_steps = int(state.pop("learning_env_steps"))
+        self.gradient_steps = int(state.pop("gradient_steps"))
+        self._credit = float(state.pop("credit"))
+        self.learner.load_state_dict(state)
+
+
+def unit_ratio(gradient_steps: int, batch_size: int, train_frequency: int) -> float:
+    """DQN's settings as a replay ratio: samples learned per env step."""
+    return gradient_steps * batch_size / train_frequency
+

@@ -1,0 +1,160 @@
+"""`train_dqn`: the engine's envs -> epsilon-greedy sampler -> replay + DQNLearner, driven by `run_sync`.
+
+The sync sampler steps every env ``train_frequency / num_envs`` times per round; the
+`ReplayLearner` writes those steps into the replay as n-step rows and takes
+``gradient_steps`` minibatch updates (its replay ratio); `run_sync` logs and checkpoints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import seedpool
+from seedpool.actors.epsilon_sampler import EpsilonGreedySampler
+from seedpool.algos.dqn import DQNConfig, DQNLearner, epsilon_greedy
+from seedpool.algos.replay_learner import ReplayLearner, unit_ratio
+from seedpool.envs.registry import is_atari
+from seedpool.experiment import (
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state,
+    setup_torch,
+)
+from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.models import QModelConfig, is_image_space, make_q_network
+from seedpool.replay import NStepWriter, PrioritizedReplay, UniformReplay
+from seedpool.runners.sync import run_sync
+from seedpool.trainers.ppo import OptionValue
+
+REPLAY_FILE = "replay.npz"
+
+
+@dataclass
+class DQNTrainConfig(RunConfig):
+    """`seedpool train dqn`: run options, DQN hyperparameters and the Q network."""
+
+    dqn: DQNConfig = field(default_factory=DQNConfig)
+    model: QModelConfig = field(default_factory=QModelConfig)
+    env_options: dict[str, OptionValue] = field(default_factory=dict)
+    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
+    save_replay: bool = False
+    """Also save the replay's contents next to each checkpoint (replay.npz; can be many GB), so a
+    resumed run continues with its experience; otherwise a resumed run refills it first."""
+
+
+def train_dqn(cfg: DQNTrainConfig) -> RunResult:
+    """Train DQN as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
+    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
+    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "dqn") if cfg.resume else None
+    d = cfg.dqn
+    steps_per_round = max(1, d.train_frequency // cfg.num_envs)
+    pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend,
+                         seed=cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt), **cfg.env_options)
+    try:
+        q_net = make_q_network(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
+        replay = make_replay(pool.single_observation_space, d, cfg.seed)
+        learner = ReplayLearner(
+            DQNLearner(q_net, d, cfg.total_timesteps, device), replay, NStepWriter(replay, d.n_step, d.gamma),
+            replay_ratio=unit_ratio(d.gradient_steps, d.batch_size, steps_per_round * cfg.num_envs),
+            batch_size=d.batch_size, learning_starts=d.learning_starts, total_steps=cfg.total_timesteps)
+        with Run.open(cfg, "dqn", cfg, ckpt) as run:
+            sampler = EpsilonGreedySampler(
+                pool, q_net, steps_per_round, lambda step: learner.learner.epsilon(step / cfg.total_timesteps),
+                epsilon_greedy, device, run.timer, seed=cfg.seed)
+            run.note(f"{pool!r}, {type(replay).__name__}({d.buffer_size:,}), Q network on {device}")
+            if ckpt is not None:
+                restore(run.dir, ckpt, learner, sampler)
+            run_sync(run, sampler, learner, cfg.total_timesteps,
+                     lambda: checkpoint_state(run.dir, learner, sampler, cfg.save_replay))
+    finally:
+        pool.close()
+    return finish_run(run, cfg.env, "dqn")
+
+
+def make_replay(obs_space: gym.Space, cfg: DQNConfig, seed: int):
+    """The replay a value-based trainer writes n-step rows into; stacked frames stored once."""
+    obs = (tuple(obs_space.shape), obs_space.dtype)
+    fields = {"obs": obs, "action": ((), np.int64), "reward": ((), np.float32),
+              "discount": ((), np.float32), "next_obs": obs}
+    dedup = is_image_space(obs_space) and obs_space.shape[0] > 1  # a stack of frames
+    if cfg.prioritized:
+        return PrioritizedReplay(cfg.buffer_size, fields, alpha=cfg.alpha, seed=seed, frame_dedup=dedup)
+    return UniformReplay(cfg.buffer_size, fields, seed=seed, frame_dedup=dedup)
+
+
+def checkpoint_state(run_dir: Path, learner: ReplayLearner, sampler, save_replay: bool) -> dict:
+    """Checkpoint content (and, opted in, the replay beside it)."""
+    if save_replay:
+        save_replay_file(run_dir / REPLAY_FILE, learner)
+    state = learner.state_dict()
+    return {"model": state.pop("model"), "learner": state, "rng": rng_state(),
+            "sampler": sampler.state_dict(), "replay_saved": save_replay}
+
+
+def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler) -> None:
+    """Load a checkpoint (and the saved replay, if any) into freshly built objects."""
+    learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
+    if ckpt.get("replay_saved") and (run_dir / REPLAY_FILE).exists():
+        load_replay_file(run_dir / REPLAY_FILE, learner)
+    sampler.load_state_dict(ckpt["sampler"])
+    set_rng_state(ckpt["rng"])
+
+
+def save_replay_file(path: Path, learner: ReplayLearner) -> None:
+    """The replay's arrays, written atomically (temporary file, then rename)."""
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **_flat(learner.replay.state_dict()))
+    tmp.replace(path)
+
+
+def load_replay_file(path: Path, learner: ReplayLearner) -> None:
+    """Refill the replay from `save_replay_file`'s file."""
+    with np.load(path, allow_pickle=False) as data:
+        learner.replay.load_state_dict(_nest({k: data[k] for k in data.files}))
+
+
+def _flat(state: dict, prefix: str = "") -> dict[str, np.ndarray]:
+    out = {}
+    for k, v in state.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = np.asarray(v)
+    return out
+
+
+def _nest(flat: dict[str, np.ndarray]) -> dict:
+    out: dict = {}
+    for key, v in flat.items():
+        *parents, leaf = key.split("/")
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = v[()] if v.ndim == 0 else v
+    return out
+
+
+def dqn_defaults(env_id: str) -> DQNTrainConfig:
+    """Well-known settings: rl-zoo3's tuned CartPole DQN, the Nature/Ape-X-era Atari, MinAtar's DQN."""
+    if is_atari(env_id):
+        dqn = DQNConfig(learning_rate=1e-4, buffer_size=100_000, learning_starts=80_000, batch_size=32,
+                        train_frequency=4, target_network_frequency=1000, exploration_fraction=0.1,
+                        exploration_final_eps=0.01, double_q=True, n_step=3, prioritized=True)
+        return DQNTrainConfig(env=env_id, num_envs=4, total_timesteps=10_000_000, dqn=dqn,
+                              env_options={"episodic_life": True, "reward_clip": True})
+    if env_id.startswith("MinAtar/"):
+        # The MinAtar paper's DQN: replay 100k, batch 32, RMSProp lr 2.5e-4 (Adam here), target
+        # every 1000 updates, epsilon 1 -> 0.1 over the first 100k frames of 5M.
+        dqn = DQNConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, batch_size=32,
+                        train_frequency=1, target_network_frequency=1000, exploration_fraction=0.02,
+                        exploration_final_eps=0.1)
+        return DQNTrainConfig(env=env_id, num_envs=1, total_timesteps=5_000_000, dqn=dqn)
+    # rl-zoo3's tuned CartPole-v1 DQN (500 at 50k steps), with 8 envs. Its target network
+    # (synced every 10 env steps while collecting) is the online one of the previous round:
+    # one round is 128 updates.
+    dqn = DQNConfig(learning_rate=2.3e-3, buffer_size=100_000, learning_starts=1_000, batch_size=64,
+                    train_frequency=256, gradient_steps=128, target_network_frequency=128, gamma=0.99,
+                    exploration_fraction=0.16, exploration_final_eps=0.04)
+    return DQNTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, dqn=dqn,
+                          model=QModelConfig(hidden_sizes=(256, 256)))
