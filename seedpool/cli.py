@@ -44,6 +44,10 @@ TRAINERS: dict[str, Trainer] = {
                    "seedpool.trainers.ppo:train_ppo"),
     "impala": Trainer("seedpool.trainers.impala:IMPALATrainConfig", "seedpool.trainers.impala:impala_defaults",
                       "seedpool.trainers.impala:train_impala", "seedpool.trainers.impala:upgrade_config"),
+    "dqn": Trainer("seedpool.trainers.dqn:DQNTrainConfig", "seedpool.trainers.dqn:dqn_defaults",
+                   "seedpool.trainers.dqn:train_dqn"),
+    "apex": Trainer("seedpool.trainers.apex:ApexTrainConfig", "seedpool.trainers.apex:apex_defaults",
+                    "seedpool.trainers.apex:train_apex"),
 }
 
 EXIT_BAD_INPUT = 2

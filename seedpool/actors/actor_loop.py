@@ -11,6 +11,7 @@ import collections
 import threading
 import time
 
+import gymnasium as gym
 import numpy as np
 
 from seedpool.actors.actions import env_actions
@@ -20,6 +21,11 @@ from seedpool.inference.batcher import Reply, Request
 from seedpool.inference.server import InferenceServer
 from seedpool.inference.sources import Source
 from seedpool.records import EnvBatch, Episode
+
+
+class SourceRetired(Exception):
+    """Raised by a source's `recv` when it has no envs left to give (a Ray actor group lost for good):
+    its actor loop ends quietly and the other sources go on."""
 
 
 class PoolSource:
@@ -32,6 +38,16 @@ class PoolSource:
         self.num_envs = pool.num_envs
         self.batch_size = pool.batch_size
         self.episodes = EpisodeTracker(pool.num_envs)  # whole Atari games across lives
+
+    @property
+    def single_observation_space(self) -> gym.Space:
+        """One env's observation space."""
+        return self.pool.single_observation_space
+
+    @property
+    def single_action_space(self) -> gym.Space:
+        """One env's action space."""
+        return self.pool.single_action_space
 
     def start(self) -> None:
         """Reset every env; the first recv returns reset observations."""
@@ -126,6 +142,8 @@ class ActorLoop:
             while not self.stop.is_set():
                 if not self._step():
                     break
+        except SourceRetired:
+            pass
         except BaseException as e:  # noqa: BLE001 - the trainer reports it and stops the run
             if not self.stop.is_set():
                 self.error = e

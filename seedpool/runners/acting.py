@@ -1,9 +1,15 @@
-"""How central-inference acting is laid out: engine pools in async mode, and their options."""
+"""How central-inference acting is laid out: engine pools in async mode on this machine, or
+actor groups on a Ray cluster (`--ray-address`), and the options every such trainer shares."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import seedpool
+from seedpool.actors.actor_loop import PoolSource
+from seedpool.distributed.config import RayConfig
+from seedpool.experiment.config import RunConfig
+from seedpool.inference.sources import Source
 
 
 @dataclass
@@ -29,6 +35,42 @@ class ActingConfig:
     """Run actors, inference and learner in one thread, in turn: deterministic, for debugging."""
 
 
+@dataclass
+class CentralRunConfig(RunConfig):
+    """Options every central-inference trainer shares: run options, and where and how acting runs."""
+
+    acting: ActingConfig = field(default_factory=ActingConfig)
+    ray_address: str | None = None
+    """An existing Ray cluster to act on: "auto" for the one `ray start` made on this machine,
+    or host:port of its head; None: local actors (Ray is not imported). With it, --ray.* lays
+    out the actor groups instead of --acting.num-pools; see docs/ray.md."""
+    ray: RayConfig = field(default_factory=RayConfig)
+
+
+def make_sources(cfg: CentralRunConfig, seed: int, env_options: dict | None = None,
+                 pools: Callable[..., list] | None = None) -> list[Source]:
+    """What feeds the inference server: local engine pools, or Ray actor groups with ``ray_address``.
+
+    Each source also has num_envs, batch_size and the single env's spaces; close them all.
+    ``pools`` builds the local pools (default `make_pools`; a trainer passes its own name
+    for it, so that tests can substitute it there).
+    """
+    if cfg.ray_address is None:
+        made = (pools or make_pools)(cfg.env, cfg.num_envs, cfg.backend, cfg.acting, seed, env_options)
+        return [PoolSource(p) for p in made]
+    from seedpool.distributed.launch import make_ray_sources  # imports Ray (a clear error without it)
+
+    make_kwargs = {"task": cfg.env, **_pool_options(cfg.backend, cfg.acting, env_options)}
+    return make_ray_sources(cfg.ray_address, cfg.ray, make_kwargs, cfg.num_envs, cfg.acting.envs_per_recv, seed)
+
+
+def _pool_options(backend: str, cfg: ActingConfig, env_options: dict | None) -> dict[str, Any]:
+    """`seedpool.make` arguments every central-inference pool shares."""
+    on_death = "restart" if cfg.restart_workers and backend != "thread" else "raise"
+    return {"backend": backend, "num_workers": cfg.num_workers, "on_worker_death": on_death,
+            **(env_options or {})}
+
+
 def make_pools(env_id: str, num_envs: int, backend: str, cfg: ActingConfig, seed: int,
                env_options: dict | None = None) -> list:
     """The engine pools in async mode, with disjoint env seeds."""
@@ -39,14 +81,12 @@ def make_pools(env_id: str, num_envs: int, backend: str, cfg: ActingConfig, seed
     if batch >= per_pool:
         raise ValueError(f"envs_per_recv={batch} must be below the {per_pool} envs of each pool "
                          "(central-inference acting needs the engine's async mode)")
-    on_death = "restart" if cfg.restart_workers and backend != "thread" else "raise"
+    options = _pool_options(backend, cfg, env_options)
     pools = []
     try:
         for k in range(cfg.num_pools):
-            pools.append(seedpool.make(
-                env_id, num_envs=per_pool, batch_size=batch, backend=backend,
-                num_workers=cfg.num_workers, seed=seed + k * per_pool,
-                on_worker_death=on_death, **(env_options or {})))
+            pools.append(seedpool.make(env_id, num_envs=per_pool, batch_size=batch, seed=seed + k * per_pool,
+                                       **options))
     except BaseException:
         for p in pools:
             p.close()

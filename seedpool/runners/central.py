@@ -1,13 +1,15 @@
 """SEED-style central inference as a reusable runner.
 
-Actors only step envs (engine pools in async mode) and stream observations to one
-inference server, which batches them, runs the policy on the learner's device and cuts
-per-env unrolls; a learner thread trains on them and publishes versioned parameters back
-to the server. The dataflow, in the order `CentralSystem.__init__` wires it:
+Actors only step envs and stream observations to one inference server, which batches
+them, runs the policy on the learner's device and cuts per-env unrolls; a learner thread
+trains on them and publishes versioned parameters back to the server. Envs come from
+sources (`seedpool.inference.sources.Source`): engine pools on this machine
+(`PoolSource`) or actor groups on Ray nodes; this module does not know which. The
+dataflow, in the order `CentralSystem.__init__` wires it:
 
-    pools -> PoolSource -> ActorLoop --submit--> InferenceServer --unrolls--> UnrollQueue
-                                 ^                   |    ^                       |
-                                 +----actions--------+    +--publish(params)-- LearnerThread
+    sources -> ActorLoop --submit--> InferenceServer --unrolls--> UnrollQueue
+                    ^                   |    ^                       |
+                    +----actions--------+    +--publish(params)-- LearnerThread
 
 `run_central` drives a built system inside a `Run`: it logs a window of metrics every
 second, checkpoints, and turns a component's failure into one `TrainingError`.
@@ -24,8 +26,9 @@ from typing import Callable
 import gymnasium as gym
 import numpy as np
 
-from seedpool.actors.actor_loop import ActorLoop, EpisodeLog, PoolSource
+from seedpool.actors.actor_loop import ActorLoop, EpisodeLog, PoolSource, SourceRetired
 from seedpool.algos.learner import Learner
+from seedpool.envs.pool import EnvPool
 from seedpool.experiment import CHECKPOINT_FILE, Run
 from seedpool.inference.server import ActFn, InferenceServer
 from seedpool.inference.unroll_queue import QueueClosed, UnrollQueue
@@ -40,31 +43,36 @@ class TrainingError(RuntimeError):
 
 
 class CentralSystem:
-    """Pools -> actor loops -> inference server -> unroll queue -> learner thread."""
+    """Sources -> actor loops -> inference server -> unroll queue -> learner thread."""
 
-    def __init__(self, pools: list, learner: Learner, act: ActFn, cfg: ActingConfig, *,
+    def __init__(self, sources: list, learner: Learner, act: ActFn, cfg: ActingConfig, *,
                  unrolls_per_batch: int, unroll_length: int, device, env_steps: int = 0,
                  aux_size: int = 0) -> None:
-        obs_space, act_space = pools[0].single_observation_space, pools[0].single_action_space
+        """`sources`: each a `Source` that also has num_envs, batch_size and the single env's
+        observation and action spaces (an engine pool is wrapped in a `PoolSource`); the
+        system closes them."""
+        self.sources = [PoolSource(s) if isinstance(s, EnvPool) else s for s in sources]
+        obs_space = self.sources[0].single_observation_space
+        act_space = self.sources[0].single_action_space
         discrete = isinstance(act_space, gym.spaces.Discrete)
         self.cfg = cfg
         self.stop = threading.Event()
         self.queue = UnrollQueue(max(cfg.queue_size or 2 * unrolls_per_batch, unrolls_per_batch))
         self.server = InferenceServer(
-            copy.deepcopy(learner.model), act, num_slots=sum(p.num_envs for p in pools),
+            copy.deepcopy(learner.model), act, num_slots=sum(s.num_envs for s in self.sources),
             obs_shape=obs_space.shape, obs_dtype=obs_space.dtype,
             action_shape=() if discrete else act_space.shape,
             action_dtype=np.int64 if discrete else np.float32, unroll_length=unroll_length,
-            max_batch=cfg.max_inference_batch or sum(p.batch_size for p in pools),
+            max_batch=cfg.max_inference_batch or sum(s.batch_size for s in self.sources),
             max_wait_s=0.0 if cfg.serial else cfg.max_wait_ms / 1000,  # serially, nobody else comes
             on_unrolls=self._enqueue, device=device, version=learner.version, aux_size=aux_size,
         )
         self.episodes = EpisodeLog()
         self.episodes.env_steps = env_steps
-        self.sources = [PoolSource(p) for p in pools]
-        offsets = np.cumsum([0] + [p.num_envs for p in pools])[:-1]
+        offsets = np.cumsum([0] + [s.num_envs for s in self.sources])[:-1]
         self.actors = [ActorLoop(s, self.server, int(o), self.episodes, self.stop)
                        for s, o in zip(self.sources, offsets)]
+        self._serial_actors = list(self.actors)  # the serial twin drops a retired source's loop
         self.learner_thread = LearnerThread(learner, self.queue, self.server, unrolls_per_batch, self.stop)
 
     def _enqueue(self, unrolls: Unrolls) -> None:
@@ -95,8 +103,13 @@ class CentralSystem:
 
     def step_serial(self) -> None:
         """The serial twin's round: each actor acts once, then the learner takes every full batch."""
-        for a in self.actors:
-            a.step_serial()
+        for a in list(self._serial_actors):
+            try:
+                a.step_serial()
+            except SourceRetired:  # a lost Ray group: the others go on
+                self._serial_actors.remove(a)
+        if not self._serial_actors:
+            raise RuntimeError("every source of the run retired: nothing is left to act")
         while self.queue.depth() >= self.learner_thread.batch_size:
             self.learner_thread.step(timeout=0)
 
@@ -125,10 +138,14 @@ class CentralSystem:
             "queues/unrolls": float(self.queue.depth()),
             "queues/requests": float(self.server.batcher.depth()),
             "charts/learner_version": float(self.learner_thread.learner.version),
-            "charts/worker_restarts": float(sum(s.worker_restarts() for s in self.sources)),
+            "charts/worker_restarts": float(self.worker_restarts()),
             "charts/dropped_steps": float(self.server.buffers.dropped_steps),
         }
         return {**out, **inf, **self.learner_thread.metrics}
+
+    def worker_restarts(self) -> int:
+        """Dead env workers replaced so far, whole Ray actor groups included."""
+        return sum(s.worker_restarts() for s in self.sources)
 
     def errors(self) -> list[tuple[str, BaseException]]:
         """What stopped the run, by component."""
@@ -174,8 +191,17 @@ def run_central(run: Run, system: CentralSystem, total_steps: int, state: Callab
                 checkpoint()
     finally:
         system.close()
+    _note_restarts(system, run)
     _raise_errors(system, run)
     checkpoint()
+
+
+def _note_restarts(system: CentralSystem, run: Run) -> None:
+    """Say, next to the closing summary, that acting lost envs and went on."""
+    restarts = system.worker_restarts()
+    if restarts:
+        run.note(f"{restarts} env worker(s) or Ray actor group(s) died during this run and were replaced; "
+                 f"{system.server.buffers.dropped_steps:,} env steps of their cut unrolls were dropped")
 
 
 def _raise_errors(system: CentralSystem, run: Run) -> None:

@@ -1,8 +1,9 @@
-"""`train_impala`: engine pools -> central inference -> ImpalaLearner, driven by `run_central`.
+"""`train_impala`: env sources (local pools or Ray actor groups) -> central inference -> ImpalaLearner, driven by `run_central`.
 
-SEED RL on one machine: the central-inference system (seedpool.runners.central) does
-the acting, batching and threading; this file only builds the config, pools, model and
-learner, and names the settings that work per task family.
+SEED RL: the central-inference system (seedpool.runners.central) does the acting,
+batching and threading, with envs on this machine or on a Ray cluster (`--ray-address`);
+this file only builds the config, sources, model and learner, and names the settings that
+work per task family.
 """
 
 from __future__ import annotations
@@ -12,23 +13,21 @@ from dataclasses import dataclass, field
 from seedpool.algos.impala import ImpalaConfig, ImpalaLearner, policy_act
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state,
-    setup_torch,
+    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import resume_env_seed
 from seedpool.models import ModelConfig, make_policy
-from seedpool.runners import ActingConfig, CentralSystem, TrainingError, make_pools, run_central
+from seedpool.runners import CentralRunConfig, CentralSystem, TrainingError, make_pools, make_sources, run_central
 from seedpool.trainers.ppo import OptionValue
 
 __all__ = ["IMPALATrainConfig", "TrainingError", "impala_defaults", "train_impala", "upgrade_config"]
 
 
 @dataclass
-class IMPALATrainConfig(RunConfig):
-    """`seedpool train impala`: run options, IMPALA hyperparameters, acting layout, network."""
+class IMPALATrainConfig(CentralRunConfig):
+    """`seedpool train impala`: run options, acting layout (local or Ray), IMPALA hyperparameters, network."""
 
     impala: ImpalaConfig = field(default_factory=ImpalaConfig)
-    acting: ActingConfig = field(default_factory=ActingConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     env_options: dict[str, OptionValue] = field(default_factory=dict)
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
@@ -41,21 +40,21 @@ def train_impala(cfg: IMPALATrainConfig) -> RunResult:
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
     env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
-    pools = make_pools(cfg.env, cfg.num_envs, cfg.backend, cfg.acting, env_seed, cfg.env_options)
+    sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
     try:
-        policy = make_policy(pools[0].single_observation_space, pools[0].single_action_space, cfg.model)
+        policy = make_policy(sources[0].single_observation_space, sources[0].single_action_space, cfg.model)
         learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps)
         if ckpt is not None:
             learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
             set_rng_state(ckpt["rng"])
         with Run.open(cfg, "impala", cfg, ckpt) as run:
-            system = CentralSystem(pools, learner, policy_act, cfg.acting, device=device,
+            system = CentralSystem(sources, learner, policy_act, cfg.acting, device=device,
                                    unrolls_per_batch=cfg.impala.unrolls_per_batch,
                                    unroll_length=cfg.impala.unroll_length, env_steps=run.step)
             run_central(run, system, cfg.total_timesteps, _state, cfg.stop_at_return)
     finally:
-        for p in pools:
-            p.close()
+        for s in sources:
+            s.close()
     return finish_run(run, cfg.env, "impala")
 
 

@@ -1,0 +1,112 @@
+"""`train_apex`: env sources (local pools or Ray actor groups) -> central inference (per-env
+epsilons) -> replay + DQNLearner.
+
+Ape-X on the central-inference system (docs/replay.md draws it): the actor loops only step
+envs; the inference server runs the Q network with each env's own epsilon and records the
+Q-values the initial priorities come from; the learner thread writes each batch of
+unrolls into the prioritized replay as n-step rows and learns at the configured replay
+ratio, publishing parameters back to the server.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from seedpool.algos.apex import AUX_SIZE, ApexConfig, EpsilonGreedyAct, epsilon_group_names, slot_epsilons
+from seedpool.algos.dqn import DQNConfig, DQNLearner
+from seedpool.algos.replay_learner import ReplayLearner
+from seedpool.envs.registry import is_atari
+from seedpool.experiment import (
+    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state, setup_torch,
+)
+from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.models import QModelConfig, make_q_network
+from seedpool.replay import NStepWriter
+from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
+from seedpool.trainers.dqn import REPLAY_FILE, load_replay_file, make_replay, save_replay_file
+from seedpool.trainers.ppo import OptionValue
+
+
+@dataclass
+class ApexTrainConfig(CentralRunConfig):
+    """`seedpool train apex`: run options, acting layout (local or Ray), Q-learning, Ape-X's exploration and pacing, network.
+
+    Of DQNConfig, the exploration schedule and train_frequency/gradient_steps do not apply:
+    exploration is per env (--apex.epsilon*) and pacing is --apex.replay-ratio.
+    """
+
+    dqn: DQNConfig = field(default_factory=DQNConfig)
+    apex: ApexConfig = field(default_factory=ApexConfig)
+    model: QModelConfig = field(default_factory=QModelConfig)
+    env_options: dict[str, OptionValue] = field(default_factory=dict)
+    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
+    save_replay: bool = False
+    """Also save the replay's contents next to each checkpoint (replay.npz; can be many GB)."""
+    stop_at_return: float | None = None
+    """Stop early once the mean return of the last 20 episodes reaches this."""
+
+
+def train_apex(cfg: ApexTrainConfig) -> RunResult:
+    """Train Ape-X DQN with central inference; returns the run's headline numbers."""
+    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
+    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "apex") if cfg.resume else None
+    env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
+    sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
+    try:
+        space = sources[0].single_observation_space
+        q_net = make_q_network(space, sources[0].single_action_space, cfg.model)
+        replay = make_replay(space, cfg.dqn, cfg.seed)
+        learner = ReplayLearner(
+            DQNLearner(q_net, cfg.dqn, cfg.total_timesteps, device), replay,
+            NStepWriter(replay, cfg.dqn.n_step, cfg.dqn.gamma), replay_ratio=cfg.apex.replay_ratio,
+            batch_size=cfg.dqn.batch_size, learning_starts=cfg.dqn.learning_starts,
+            total_steps=cfg.total_timesteps)
+        epsilons = slot_epsilons(cfg.num_envs, cfg.apex)
+        groups = epsilon_group_names(epsilons, cfg.apex.epsilon_groups)
+        with Run.open(cfg, "apex", cfg, ckpt) as run:
+            if ckpt is not None:
+                learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
+                if ckpt.get("replay_saved") and (run.dir / REPLAY_FILE).exists():
+                    load_replay_file(run.dir / REPLAY_FILE, learner)
+                set_rng_state(ckpt["rng"])
+            system = CentralSystem(sources, learner, EpsilonGreedyAct(epsilons, cfg.seed, device), cfg.acting,
+                                   device=device, unrolls_per_batch=cfg.apex.unrolls_per_batch,
+                                   unroll_length=cfg.apex.unroll_length, env_steps=run.step, aux_size=AUX_SIZE)
+            run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, epsilons {epsilons.max():.3g}"
+                     f"..{epsilons.min():.2g}, {type(replay).__name__}({cfg.dqn.buffer_size:,}), "
+                     f"replay ratio {cfg.apex.replay_ratio:g}, Q network on {device}")
+
+            def state(learner_state: dict) -> dict:
+                if cfg.save_replay:
+                    with system.learner_thread.lock:  # no insertion while the arrays are written
+                        save_replay_file(run.dir / REPLAY_FILE, learner)
+                return {"model": learner_state.pop("model"), "learner": learner_state, "rng": rng_state(),
+                        "replay_saved": cfg.save_replay}
+
+            run_central(run, system, cfg.total_timesteps, state, cfg.stop_at_return,
+                        episode_group=lambda ep: groups[ep.slot])
+    finally:
+        for s in sources:
+            s.close()
+    return finish_run(run, cfg.env, "apex")
+
+
+def apex_defaults(env_id: str) -> ApexTrainConfig:
+    """Settings per task family: the Ape-X paper's Atari shape, and a tuned CartPole."""
+    if is_atari(env_id):
+        dqn = DQNConfig(learning_rate=6.25e-5, adam_eps=1.5e-4, buffer_size=100_000, learning_starts=50_000,
+                        batch_size=64, target_network_frequency=2500, double_q=True, n_step=3,
+                        prioritized=True, alpha=0.6, beta0=0.4, max_grad_norm=40.0)
+        apex = ApexConfig(replay_ratio=2.0, unroll_length=32, unrolls_per_batch=4)
+        return ApexTrainConfig(env=env_id, num_envs=32, total_timesteps=10_000_000, dqn=dqn, apex=apex,
+                               model=QModelConfig(dueling=True),
+                               env_options={"episodic_life": True, "reward_clip": True})
+    if env_id.startswith("MinAtar/"):
+        dqn = DQNConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, batch_size=32,
+                        target_network_frequency=1000, double_q=True, n_step=3, prioritized=True)
+        apex = ApexConfig(replay_ratio=1.0, unroll_length=16, unrolls_per_batch=4)
+        return ApexTrainConfig(env=env_id, num_envs=16, total_timesteps=5_000_000, dqn=dqn, apex=apex)
+    dqn = DQNConfig(learning_rate=2.3e-3, buffer_size=100_000, learning_starts=1_000, batch_size=64,
+                    target_network_frequency=128, gamma=0.99, double_q=True, n_step=3, prioritized=True)
+    apex = ApexConfig(replay_ratio=16.0, unroll_length=8, unrolls_per_batch=4)
+    return ApexTrainConfig(env=env_id, num_envs=16, total_timesteps=150_000, dqn=dqn, apex=apex,
+                           model=QModelConfig(hidden_sizes=(256, 256)))

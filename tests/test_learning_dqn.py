@@ -1,0 +1,33 @@
+"""Learning regression: DQN and Ape-X with seedpool's CartPole defaults end with a greedy policy at >= 475.
+
+What a user runs: `seedpool train dqn|apex --env CartPole-v1`, then `seedpool eval RUN
+--episodes 20`. The check is the policy at the end of the budget, not the best moment.
+"""
+import dataclasses
+
+import pytest
+
+from seedpool.experiment.evaluate import evaluate_run
+from seedpool.trainers.apex import apex_defaults, train_apex
+from seedpool.trainers.dqn import dqn_defaults, train_dqn
+
+pytestmark = pytest.mark.slow
+
+
+def test_dqn_greedy_policy_reaches_475_at_the_end_of_100k_steps(tmp_path):
+    cfg = dataclasses.replace(dqn_defaults("CartPole-v1"), runs_dir=tmp_path, progress="off",
+                              tensorboard=False, seed=1)
+    result = train_dqn(cfg)
+    assert result.step >= 100_000
+    evaluation = evaluate_run(result.run_dir, episodes=20)
+    assert evaluation.mean >= 475, f"greedy return {evaluation.mean:.1f} +- {evaluation.std:.1f}"
+
+
+def test_apex_greedy_policy_reaches_475_at_the_end_of_150k_steps_with_concurrent_acting(tmp_path):
+    # The threaded central-inference system: actors, inference and the learner run at once.
+    cfg = dataclasses.replace(apex_defaults("CartPole-v1"), runs_dir=tmp_path, progress="off",
+                              tensorboard=False, seed=1)
+    result = train_apex(cfg)
+    assert result.step >= 150_000
+    evaluation = evaluate_run(result.run_dir, episodes=20)
+    assert evaluation.mean >= 475, f"greedy return {evaluation.mean:.1f} +- {evaluation.std:.1f}"
