@@ -16,7 +16,6 @@ def simulate(num_slots=3, T=4, rounds=40, seed=0, aux=True):
     bufs = TrajectoryBuffers(num_slots, T, (1,), np.float32, aux_size=2 if aux else 0)
     counter = 0
     last = {}  # slot -> (obs, action, q) of its pending step
-    pending_end = np.zeros(num_slots, bool)  # the last obs was a final one: this step resets
     truth = {s: [] for s in range(num_slots)}
     unrolls = []
     reward = np.zeros(num_slots, np.float32)
