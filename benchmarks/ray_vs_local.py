@@ -301,7 +301,7 @@ def bytes_per_step(env_id: str, envs: int) -> dict:
     import numpy as np
 
     import seedpool
-    from seedpool.actors.actor_loop import PoolSource
+    from seedpool.actors.pool_source import PoolSource
 
     source = PoolSource(seedpool.make(env_id, num_envs=envs, batch_size=envs // 2, backend="serial", seed=0))
     try:

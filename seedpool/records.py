@@ -2,7 +2,8 @@
 
 This module imports nothing from seedpool, so the engine, the actors, the inference
 server, the algorithms and the runners can all share these shapes without importing
-each other. Arrays are time-major: ``[T, B, ...]``.
+each other. Arrays are time-major: ``[T, B, ...]``. Torch is imported only where a
+record is allocated, so processes that only step envs (a Ray actor group) never load it.
 
 - :class:`EnvBatch`: one ``recv`` of a source of envs (actors -> inference).
 - :class:`ActOutput`: what a policy returns for a batch (inference).
@@ -14,11 +15,13 @@ each other. Arrays are time-major: ``[T, B, ...]``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import gymnasium as gym
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Episode(NamedTuple):
@@ -31,7 +34,7 @@ class Episode(NamedTuple):
     """The global env slot it ran in (central inference; -1 where not tracked)."""
 
 
-State = dict[str, torch.Tensor] | None
+State = Optional[dict[str, "torch.Tensor"]]
 """Recurrent state of a batch of rows (None for feed-forward policies)."""
 
 
@@ -149,6 +152,8 @@ class Rollout:
     @classmethod
     def allocate(cls, T: int, B: int, obs_space: gym.Space, action_space: gym.Space, device: str) -> Rollout:
         """Zeroed buffers for T steps of B envs."""
+        import torch
+
         obs_dtype = torch.uint8 if obs_space.dtype == np.uint8 else torch.float32
         if isinstance(action_space, gym.spaces.Discrete):
             act_shape, act_dtype = (), torch.int64

@@ -213,7 +213,8 @@ def test_a_nan_loss_stops_acting_and_keeps_the_last_good_checkpoint(tmp_path, mo
 
 def test_pool_source_reports_whole_atari_games_not_lives():
     """With episodic_life, a life lost ends an engine episode; the run's returns are games."""
-    from seedpool.actors.actor_loop import EpisodeLog, PoolSource
+    from seedpool.actors.actor_loop import EpisodeLog
+    from seedpool.actors.pool_source import PoolSource
 
     class ScriptedPool:  # the async pool API PoolSource reads, replaying Atari-like infos
         is_async, num_envs, batch_size, worker_restarts = True, 2, 1, 0

@@ -167,7 +167,7 @@ def test_a_removed_node_restarts_its_group_and_the_run_goes_on(cluster, tmp_path
 def test_groups_the_cluster_cannot_place_are_reported_and_acting_goes_on_without_them(cluster, capsys):
     import ray
 
-    from seedpool.actors.actor_loop import SourceRetired
+    from seedpool.actors.pool_source import SourceRetired
     from seedpool.distributed.launch import make_ray_sources
 
     make = {"task": "CartPole-v1", "backend": "serial", "num_workers": None}

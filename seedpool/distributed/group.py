@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 import seedpool
-from seedpool.actors.actor_loop import PoolSource
+from seedpool.actors.pool_source import PoolSource
 
 
 @dataclass

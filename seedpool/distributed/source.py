@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from seedpool.actors.actor_loop import SourceRetired
+from seedpool.actors.pool_source import SourceRetired
 from seedpool.distributed.config import RayConfig, require_ray
 from seedpool.distributed.group import GroupInfo
 from seedpool.records import EnvBatch

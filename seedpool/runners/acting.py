@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import seedpool
-from seedpool.actors.actor_loop import PoolSource
+from seedpool.actors.pool_source import PoolSource
 from seedpool.distributed.config import RayConfig
 from seedpool.experiment.config import RunConfig
 from seedpool.inference.sources import Source

@@ -26,7 +26,8 @@ from typing import Callable
 import gymnasium as gym
 import numpy as np
 
-from seedpool.actors.actor_loop import ActorLoop, EpisodeLog, PoolSource, SourceRetired
+from seedpool.actors.actor_loop import ActorLoop, EpisodeLog
+from seedpool.actors.pool_source import PoolSource, SourceRetired
 from seedpool.algos.learner import Learner
 from seedpool.envs.pool import EnvPool
 from seedpool.experiment import CHECKPOINT_FILE, Run
