@@ -24,12 +24,12 @@ except ImportError as err:
         f"seedpool.make_sb3 needs Stable-Baselines3 ({err}): pip install 'seedpool[sb3]'"
     ) from err
 
+from seedpool.envs.infos import ENGINE_KEYS
 from seedpool.envs.make import make
 from seedpool.envs.pool import EnvPool
 
 # The pool's own bookkeeping: turned into SB3's keys below, never copied into env infos.
-ENGINE_INFO_KEYS = frozenset({"env_id", "elapsed_step", "episode_return", "episode_length", "final_obs",
-                              "restarted"})
+ENGINE_INFO_KEYS = ENGINE_KEYS
 
 _NO_PER_ENV_CALLS = (
     "the envs of a seedpool VecEnv live inside the engine (in worker processes unless "
