@@ -51,7 +51,7 @@ def test_unknown_option_and_unknown_algorithm_exit_nonzero(tmp_path, capsys):
         _train(tmp_path, "--learning-rat", "3")
     assert exc.value.code == 2
     assert main(["train", "rainbow", "--env", "CartPole-v1"]) == 2
-    assert "unknown algorithm 'dqn'; available: ppo" in capsys.readouterr().err
+    assert "unknown algorithm 'rainbow'; available: ppo, impala, dqn, apex" in capsys.readouterr().err
     assert main(["fly"]) == 2
     assert _runs(tmp_path) == []
 
