@@ -41,7 +41,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from seed_vs_sync import machine  # noqa: E402 - the same header as the other end-to-end benchmarks
+from seed_vs_sync import machine, wait_for_metrics  # noqa: E402 - shared with the other end-to-end benchmarks
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "ray_vs_local.md"
@@ -173,7 +173,7 @@ def run_case(env_id: str, case: str, a: argparse.Namespace, address: str, temp_d
         proc = subprocess.Popen(trainer_cmd(env_id, case, address, runs_dir), cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            csv = _wait_for_run(proc, Path(runs_dir), a.warmup_s)
+            csv = wait_for_metrics(proc, Path(runs_dir), a.warmup_s)
             ray_own, _ = split_ray(temp_dir)
             ray_cpu0, t0 = cpu_s(ray_own), time.monotonic()
             if csv is not None:
@@ -196,19 +196,6 @@ def run_case(env_id: str, case: str, a: argparse.Namespace, address: str, temp_d
     layout = next((line for line in out.splitlines() if "actor group(s)" in line), "")
     return {"env": env_id, "case": case, "steps_per_s": (s1 - s0) / (t1 - t0), "ray_cores": ray_cores,
             "layout": layout.replace("[seedpool] ", ""), **mem}
-
-
-def _wait_for_run(proc: subprocess.Popen, runs_dir: Path, seconds: float) -> Path | None:
-    """Sleep until the run has trained `seconds` (its clock starts when the run folder appears)."""
-    start = None
-    while proc.poll() is None:
-        csvs = list(runs_dir.glob("*/metrics.csv"))
-        if csvs and start is None:
-            start = time.monotonic()
-        if start is not None and time.monotonic() - start >= seconds:
-            return csvs[0]
-        time.sleep(0.5)
-    return None
 
 
 # -- one group without a learner: the cost of a message ---------------------------------------------

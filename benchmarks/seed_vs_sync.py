@@ -76,7 +76,7 @@ def run_trainer(case: str, a: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as runs_dir:
         proc = subprocess.Popen(trainer_cmd(case, a, runs_dir), cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
-        csv = _wait_for_metrics(proc, Path(runs_dir), a.warmup_s + a.window_s)
+        csv = wait_for_metrics(proc, Path(runs_dir), a.warmup_s + a.window_s)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         if csv is None:
@@ -94,7 +94,7 @@ def run_trainer(case: str, a: argparse.Namespace) -> dict:
         return row
 
 
-def _wait_for_metrics(proc: subprocess.Popen, runs_dir: Path, seconds: float) -> Path | None:
+def wait_for_metrics(proc: subprocess.Popen, runs_dir: Path, seconds: float) -> Path | None:
     """Sleep until the run has trained `seconds` (its clock starts when the run folder appears)."""
     start = None
     while proc.poll() is None:
