@@ -29,6 +29,14 @@ def sb3():
 
 
 @pytest.fixture
+def tmp_logger(sb3, tmp_path):
+    """An SB3 logger that writes nothing outside tmp_path (its default makes a folder in /tmp per model)."""
+    from stable_baselines3.common.logger import configure
+
+    return configure(str(tmp_path / "sb3"), [])
+
+
+@pytest.fixture
 def one_torch_thread():
     """Tiny networks: a second intra-op thread only spins on a busy 2-core machine."""
     import torch
@@ -263,12 +271,13 @@ def test_bad_input_fails_clearly_and_the_env_stays_usable(sb3):
         assert obs.shape == (2, 4)
 
 
-def test_ppo_trains_logs_episodes_and_evaluates(sb3, one_torch_thread):
+def test_ppo_trains_logs_episodes_and_evaluates(sb3, one_torch_thread, tmp_logger):
     from stable_baselines3 import PPO
     from stable_baselines3.common.evaluation import evaluate_policy
 
     with closing(seedpool.make_sb3("CartPole-v1", 4)) as venv:
         model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=4, seed=0, device="cpu")
+        model.set_logger(tmp_logger)
         model.learn(2048)
         assert model.num_timesteps >= 2048
         episodes = list(model.ep_info_buffer)  # what SB3's logger turns into ep_rew_mean
@@ -281,12 +290,13 @@ def test_ppo_trains_logs_episodes_and_evaluates(sb3, one_torch_thread):
         assert mean > 0
 
 
-def test_dqn_trains_and_stores_time_limit_truncations(sb3, one_torch_thread):
+def test_dqn_trains_and_stores_time_limit_truncations(sb3, one_torch_thread, tmp_logger):
     from stable_baselines3 import DQN
 
     with closing(seedpool.make_sb3("CartPole-v1", 2, max_episode_steps=30)) as venv:
         model = DQN("MlpPolicy", venv, learning_starts=200, buffer_size=5000, train_freq=4,
                     target_update_interval=250, exploration_fraction=0.5, seed=0, device="cpu")
+        model.set_logger(tmp_logger)
         model.learn(2000)
         assert model.num_timesteps >= 2000
         assert len(model.ep_info_buffer) > 0
@@ -296,11 +306,12 @@ def test_dqn_trains_and_stores_time_limit_truncations(sb3, one_torch_thread):
         assert buf.timeouts[stored].any()  # TimeLimit.truncated reached SB3's replay buffer
 
 
-def test_sac_trains_on_box_actions(sb3, one_torch_thread):
+def test_sac_trains_on_box_actions(sb3, one_torch_thread, tmp_logger):
     from stable_baselines3 import SAC
 
     with closing(seedpool.make_sb3(BoxActionEnv, 2)) as venv:
         model = SAC("MlpPolicy", venv, learning_starts=50, seed=0, device="cpu")
+        model.set_logger(tmp_logger)
         model.learn(200)
         assert model.num_timesteps >= 200
         assert {e["l"] for e in model.ep_info_buffer} == {6}  # BoxActionEnv's episodes last 6 steps
