@@ -211,8 +211,10 @@ def test_a_pool_garbage_collected_without_close_leaves_nothing():
 
 SCRIPT = textwrap.dedent(
     """
-    import os, sys, time, numpy as np, seedpool
+    import faulthandler, os, sys, time, numpy as np, seedpool
     from envs_for_tests import EchoEnv
+
+    faulthandler.enable()  # SIGABRT from a test that gave up on us dumps every thread's stack
 
     class StuckEnv(EchoEnv):
         def step(self, action):  # says so, then sleeps for an hour: no polling of the parent
@@ -283,9 +285,15 @@ def test_ctrl_c_while_stepping_exits_and_leaves_no_process(tmp_path):
     try:
         _, err = proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail("the script did not exit on Ctrl-C")
+        states = _states(pids | {proc.pid})
+        os.kill(proc.pid, signal.SIGABRT)  # faulthandler prints where each thread is
+        try:
+            _, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        kill_leftovers(wait_gone(pids, timeout=1.0), tmp_path)
+        pytest.fail(f"the script did not exit on Ctrl-C within 10 s; states {states}; its stderr:\n{err}")
     assert proc.returncode != 0 and "KeyboardInterrupt" in err, f"exit code {proc.returncode}; stderr:\n{err}"
     left = wait_gone(pids, timeout=3.0)
     states = _states(left)
