@@ -211,10 +211,13 @@ def test_a_pool_garbage_collected_without_close_leaves_nothing():
 
 SCRIPT = textwrap.dedent(
     """
-    import faulthandler, os, sys, time, numpy as np, seedpool
+    import faulthandler, os, signal, sys, time, numpy as np, seedpool
     from envs_for_tests import EchoEnv
 
     faulthandler.enable()  # SIGABRT from a test that gave up on us dumps every thread's stack
+    # Ctrl-C as in a terminal: a test run started as a background job (`cmd &` in a script)
+    # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     class StuckEnv(EchoEnv):
         def step(self, action):  # says so, then sleeps for an hour: no polling of the parent
