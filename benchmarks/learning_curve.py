@@ -55,13 +55,12 @@ def main() -> None:
     header.append("best 20-episode mean so far")
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
     for mark in range(args.every, int(steps[last]) + args.every, args.every):
-        i = min(int(np.searchsorted(steps, mark, side="right")) - 1, last)
+        at = [int(np.searchsorted(s, mark, side="right")) - 1 for s, _, _ in curves]  # last episode by `mark`
+        i = at[0]
         if i < 0:
             continue
         cells = [f"{min(mark, int(steps[last])):,}", str(i + 1)]
-        for s, _, m in curves:
-            j = int(np.searchsorted(s, mark, side="right")) - 1
-            cells.append(f"{m[j]:.1f}" if j >= 0 else "")
+        cells += [f"{m[j]:.1f}" if j >= 0 else "" for (_, _, m), j in zip(curves, at)]
         cells.append(f"{mean20[: i + 1].max():.1f}")
         lines.append("| " + " | ".join(cells) + " |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
