@@ -26,8 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seedpool.algos.learner import GradientLearner, check_finite, linear_decay, set_learning_rate
-from seedpool.models.flat import flatten_parameters, zero_grads
+from seedpool.algos.gradient import Precision
+from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
+from seedpool.models.flat import flatten_parameters
 from seedpool.models.q import QNetwork
 
 
@@ -160,7 +161,7 @@ class DQNLearner(GradientLearner):
     """
 
     def __init__(self, model: QNetwork, cfg: DQNConfig, total_steps: int | None = None,
-                 device: str | torch.device = "cpu") -> None:
+                 device: str | torch.device = "cpu", precision: Precision = "fp32") -> None:
         if not 0.0 < cfg.tau <= 1.0 or cfg.target_network_frequency < 1:
             raise ValueError(f"need 0 < tau <= 1 and target_network_frequency >= 1, got tau={cfg.tau}, "
                              f"target_network_frequency={cfg.target_network_frequency}")
@@ -177,7 +178,8 @@ class DQNLearner(GradientLearner):
         self.target.requires_grad_(False)
         optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps,
                                      fused=self.device.type in ("cpu", "cuda"))
-        super().__init__(model, optimizer, total_steps)
+        super().__init__(model, optimizer, total_steps, name="DQN TD", max_grad_norm=cfg.max_grad_norm,
+                         precision=precision)
         self.cfg = cfg
         self.last_priorities = np.zeros(0, dtype=np.float32)
         self.last_indices: Any = None
@@ -197,25 +199,20 @@ class DQNLearner(GradientLearner):
         data = _tensors(batch, self.device)
         if self.cfg.anneal_lr:
             set_learning_rate(self.optimizer, linear_decay(self.cfg.learning_rate, self.progress))
-        loss, td_error, q = dqn_loss(self.model, self.target, data, self.cfg.double_q, self.cfg.loss)
-        check_finite("DQN TD loss", loss, self.version)
-        zero_grads([self.params])
-        loss.backward()
-        grad = self.params.grad
-        grad_norm = torch.linalg.vector_norm(grad)
-        check_finite("DQN gradient norm", grad_norm, self.version)
-        grad.mul_((self.cfg.max_grad_norm / (grad_norm + 1e-6)).clamp_(max=1.0))
-        self.optimizer.step()
+        with self.gradient.autocast():
+            loss, td_error, q = dqn_loss(self.model, self.target, data, self.cfg.double_q, self.cfg.loss)
+        grad_norm = self.gradient(loss, self.version)
         self._advance(env_steps)
         if self.version % self.cfg.target_network_frequency == 0:
             self.update_target()
-        self.last_priorities = td_error.abs().cpu().numpy()
+        self.last_priorities = td_error.abs().float().cpu().numpy()
         self.last_indices = batch.get("indices")
         return {
             "losses/td_loss": float(loss.detach()),
             "losses/q_values": float(q.mean()),
             "losses/td_error_abs": float(self.last_priorities.mean()),
             "losses/grad_norm": float(grad_norm),
+            **self.gradient.profile(),
         }
 
     @torch.no_grad()

@@ -23,7 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from seedpool.algos.learner import GradientLearner, NonFiniteLossError, linear_decay, set_learning_rate
+from seedpool.algos.gradient import NonFiniteLossError, Precision  # noqa: F401 (re-exported)
+from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
 from seedpool.models.base import ActorCritic
 from seedpool.records import ActOutput, Unrolls
@@ -180,7 +181,7 @@ class ImpalaLearner(GradientLearner):
     """Owns the model and optimizer; `update` learns from one batch of unrolls, bumps the version."""
 
     def __init__(self, model: ActorCritic, cfg: ImpalaConfig, device: str | torch.device = "cpu",
-                 total_steps: int | None = None) -> None:
+                 total_steps: int | None = None, precision: Precision = "fp32") -> None:
         if cfg.num_minibatches < 1 or cfg.update_epochs < 1:
             raise ValueError("update_epochs and num_minibatches must be >= 1")
         if cfg.num_minibatches > cfg.unrolls_per_batch:
@@ -188,19 +189,24 @@ class ImpalaLearner(GradientLearner):
                              f"{cfg.unrolls_per_batch}: a minibatch needs at least one unroll")
         self.device = torch.device(device)
         model = model.to(self.device)
-        super().__init__(model, make_optimizer(model, cfg), total_steps)
+        super().__init__(model, make_optimizer(model, cfg), total_steps, name="IMPALA",
+                         max_grad_norm=cfg.max_grad_norm, precision=precision)
         self.cfg = cfg
 
     def update(self, unrolls: Unrolls) -> dict[str, float]:
         """One update (epochs x minibatches of gradient steps); raises NonFiniteLossError
-        with the parameters of the failing gradient step untouched."""
+        (`seedpool.algos.gradient`) with the parameters of the failing gradient step untouched."""
         lr = linear_decay(self.cfg.learning_rate, self.progress, self.cfg.anneal_lr)
         set_learning_rate(self.optimizer, lr)
         batch = unrolls_to_tensors(unrolls, self.device)
         self.model.train()
         clip = None if self.cfg.clip_coef is None else linear_decay(self.cfg.clip_coef, self.progress,
                                                                     self.cfg.anneal_clip)
-        targets = None if clip is None else appo_targets(self.model, batch, self.cfg)
+        if clip is None:
+            targets = None
+        else:
+            with self.gradient.autocast():
+                targets = appo_targets(self.model, batch, self.cfg)
         B = batch["actions"].shape[1]
         for _ in range(self.cfg.update_epochs):
             order = torch.randperm(B) if self.cfg.num_minibatches > 1 else torch.arange(B)
@@ -215,6 +221,7 @@ class ImpalaLearner(GradientLearner):
             "charts/learning_rate": lr,
             "charts/policy_lag_mean": float(lag.mean()),
             "charts/policy_lag_max": float(lag.max()),
+            **self.gradient.profile(),
         })
         return metrics
 
@@ -222,19 +229,11 @@ class ImpalaLearner(GradientLearner):
         """One gradient step on the unrolls (columns) ``idx``."""
         whole = len(idx) == batch["actions"].shape[1]
         mb = batch if whole else {k: v[:, idx] for k, v in batch.items()}
-        if targets is None:
-            loss, parts = impala_loss(self.model, mb, self.cfg)
-        else:
-            mb_targets = targets if whole else {k: v[:, idx] for k, v in targets.items()}
-            loss, parts = appo_loss(self.model, mb, mb_targets, self.cfg, clip)
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(f"IMPALA loss is {loss.item()} at learner version {self.version}: "
-                                     f"{ {k: float(v) for k, v in parts.items()} }")
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
-        if not torch.isfinite(grad_norm):
-            self.optimizer.zero_grad(set_to_none=True)
-            raise NonFiniteLossError(f"gradient norm is {grad_norm.item()} at learner version {self.version}")
-        self.optimizer.step()
+        with self.gradient.autocast():
+            if targets is None:
+                loss, parts = impala_loss(self.model, mb, self.cfg)
+            else:
+                mb_targets = targets if whole else {k: v[:, idx] for k, v in targets.items()}
+                loss, parts = appo_loss(self.model, mb, mb_targets, self.cfg, clip)
+        grad_norm = self.gradient(loss, self.version)
         return loss, parts, grad_norm

@@ -9,7 +9,9 @@ algorithm through these calls only, so the algorithm file holds just its mathema
     learner.state_dict() / load_state_dict(state)   # model, optimizer, counters
 
 Schedules (learning rate, and anything else annealed) are owned by the learner and read
-its own `progress`, the fraction of the run's env steps it has trained on.
+its own `progress`, the fraction of the run's env steps it has trained on. Every gradient
+step goes through the learner's `GradientStep` (`seedpool.algos.gradient`): backward, clip,
+non-finite check, optimizer step, and the learner profile.
 """
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ from typing import Any, Protocol
 
 import torch
 from torch import nn
+
+from seedpool.algos.gradient import GradientStep, NonFiniteLossError, Precision
+
+__all__ = ["GradientLearner", "GradientStep", "Learner", "NonFiniteLossError", "linear_decay",
+           "set_learning_rate"]
 
 
 class Learner(Protocol):
@@ -36,14 +43,18 @@ class Learner(Protocol):
 
 
 class GradientLearner:
-    """What every gradient-based learner keeps: model, optimizer, version, env steps trained on.
+    """What every gradient-based learner keeps: model, optimizer, its gradient step, version,
+    env steps trained on.
 
-    Subclasses write `update`; they call `_advance(env_steps)` once an update succeeded.
+    Subclasses write `update`: compute a loss inside ``self.gradient.autocast()``, hand it to
+    ``self.gradient(loss, self.version)``, and call `_advance(env_steps)` once an update succeeded.
     """
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, total_steps: int | None) -> None:
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, total_steps: int | None, *,
+                 name: str, max_grad_norm: float | None, precision: Precision = "fp32") -> None:
         self.model = model
         self.optimizer = optimizer
+        self.gradient = GradientStep(optimizer, max_grad_norm, name, precision)
         self.total_steps = total_steps
         self.version = 0
         self.steps_trained = 0
@@ -70,11 +81,6 @@ class GradientLearner:
         self.steps_trained = int(state["steps_trained"])
 
 
-class NonFiniteLossError(FloatingPointError):
-    """The loss, the gradient or the parameters went NaN/inf; training must stop before a
-    checkpoint could save them."""
-
-
 def linear_decay(initial: float, progress: float, enabled: bool = True) -> float:
     """``initial`` at progress 0, falling linearly to 0 at progress 1 (constant when not enabled)."""
     if not enabled:
@@ -87,8 +93,3 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
     for group in optimizer.param_groups:
         group["lr"] = lr
 
-
-def check_finite(what: str, value: torch.Tensor, version: int) -> None:
-    """Raise NonFiniteLossError if ``value`` holds a NaN or inf."""
-    if not bool(torch.isfinite(value).all()):
-        raise NonFiniteLossError(f"{what} is not finite at learner version {version}")

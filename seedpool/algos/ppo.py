@@ -1,23 +1,26 @@
 """Proximal Policy Optimisation (clipped objective); A2C is its one-epoch unclipped case.
 
-``ppo_update(policy, optimizer, batch, cfg)`` runs the epochs and minibatches of one
-update and returns averaged statistics; :class:`PPOLearner` is PPO behind the common
-`Learner` face (seedpool.algos.learner): it owns the optimizer, anneals the learning rate
-and clip range with its own progress, and refuses to go on from a non-finite update.
+``ppo_update(policy, step, batch, cfg)`` runs the epochs and minibatches of one update
+through the learner's `GradientStep` and returns averaged statistics; :class:`PPOLearner`
+is PPO behind the common `Learner` face (seedpool.algos.learner): it owns the optimizer,
+anneals the learning rate and clip range with its own progress, and refuses a non-finite
+gradient step before it changes any parameter.
 """
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from seedpool.algos.learner import GradientLearner, check_finite, linear_decay, set_learning_rate
+from seedpool.algos.gradient import GradientStep, Precision
+from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.ppo_numpy import numpy_step_fn
 from seedpool.algos.returns import gae
 from seedpool.models.base import ActorCritic
-from seedpool.models.flat import clip_grad_norm, flatten_parameters, zero_grads
+from seedpool.models.flat import flatten_parameters
 from seedpool.records import Rollout
 
 
@@ -152,17 +155,22 @@ def ppo_loss(
 
 def ppo_update(
     policy: ActorCritic,
-    optimizer: torch.optim.Optimizer,
+    step: GradientStep | torch.optim.Optimizer,
     batch: PPOBatch,
     cfg: PPOConfig,
     clip_coef: float | None = None,
+    version: int = 0,
 ) -> dict[str, float]:
     """Run ``update_epochs`` x ``num_minibatches`` gradient steps; returns statistics.
 
+    ``step``: the learner's `GradientStep` (an optimizer is wrapped in one, clipping at
+    ``cfg.max_grad_norm``); ``version`` is named in the error of a non-finite step.
     ``clip_coef`` overrides ``cfg.clip_coef`` (for annealing); pass None to use the config's.
     Statistics are averaged over the last epoch's minibatches (computing them every step
     would cost as much as a small network's forward pass).
     """
+    if not isinstance(step, GradientStep):
+        step = GradientStep(step, cfg.max_grad_norm, "PPO")
     clip = cfg.clip_coef if clip_coef is None or cfg.clip_coef is None else clip_coef
     n = len(batch)
     whole = cfg.num_minibatches == 1
@@ -170,8 +178,8 @@ def ppo_update(
         # One minibatch is the whole batch: normalise once, and skip shuffling (order is irrelevant).
         adv = batch.advantages
         batch = dataclasses.replace(batch, advantages=(adv - adv.mean()) / (adv.std() + 1e-8))
-    step = numpy_step_fn(policy, optimizer, batch, cfg, clip) if cfg.numpy_update else None
-    step = step or _torch_step_fn(policy, optimizer, batch, cfg, clip)
+    minibatch_step = _numpy_step_fn(policy, step, batch, cfg, clip, version) if cfg.numpy_update else None
+    minibatch_step = minibatch_step or _torch_step_fn(policy, step, batch, cfg, clip, version)
     epochs_done, history = 0, []
     for epoch in range(cfg.update_epochs):
         chunks = [None] if whole else torch.randperm(n).chunk(cfg.num_minibatches)
@@ -179,7 +187,7 @@ def ppo_update(
         history = []
         for k, idx in enumerate(chunks):
             want_stats = last_epoch or (cfg.target_kl is not None and k == len(chunks) - 1)
-            stats = step(idx, whole, want_stats)
+            stats = minibatch_step(idx, whole, want_stats)
             if stats:
                 history.append(stats)
         epochs_done += 1
@@ -191,20 +199,36 @@ def ppo_update(
     return means
 
 
-def _torch_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: float | None):
+def _torch_step_fn(policy, step: GradientStep, batch: PPOBatch, cfg: PPOConfig, clip: float | None,
+                   version: int):
     """One autograd gradient step over rows ``idx`` of the batch (None: all of it)."""
-    params = [p for group in optimizer.param_groups for p in group["params"]]
 
-    def step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
+    def minibatch_step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
         mb = batch if idx is None else batch.take(idx.to(batch.obs.device))
-        loss, stats = ppo_loss(policy, mb, cfg, clip, normalized=normalized, with_stats=with_stats)
-        zero_grads(params)
-        loss.backward()
-        clip_grad_norm(params, cfg.max_grad_norm)
-        optimizer.step()
+        with step.autocast():
+            loss, stats = ppo_loss(policy, mb, cfg, clip, normalized=normalized, with_stats=with_stats)
+        step(loss, version)
         return stats
 
-    return step
+    return minibatch_step
+
+
+def _numpy_step_fn(policy, step: GradientStep, batch: PPOBatch, cfg: PPOConfig, clip: float | None,
+                   version: int):
+    """The NumPy kernel's step (fp32 only), checked and profiled by ``step``; None when unsupported."""
+    if step.precision != "fp32":
+        return None
+    kernel = numpy_step_fn(policy, step.optimizer, batch, cfg, clip, lambda norm: step.check(None, norm, version))
+    if kernel is None:
+        return None
+
+    def minibatch_step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
+        start = time.perf_counter()
+        stats = kernel(idx, normalized, with_stats)
+        step.record(time.perf_counter() - start)
+        return stats
+
+    return minibatch_step
 
 
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
@@ -216,25 +240,23 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
 class PPOLearner(GradientLearner):
     """PPO as a `Learner`: ``update(rollout)`` is one PPO update (all epochs and minibatches)."""
 
-    def __init__(self, model: ActorCritic, cfg: PPOConfig, total_steps: int) -> None:
+    def __init__(self, model: ActorCritic, cfg: PPOConfig, total_steps: int, precision: Precision = "fp32") -> None:
         # One flat tensor holds every parameter: fused Adam and clipping touch one buffer.
         self.params = flatten_parameters(model)
         optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
-        super().__init__(model, optimizer, total_steps)
+        super().__init__(model, optimizer, total_steps, name="PPO", max_grad_norm=cfg.max_grad_norm,
+                         precision=precision)
         self.cfg = cfg
 
     def update(self, rollout: Rollout) -> dict[str, float]:
-        """One PPO update; raises NonFiniteLossError (before any checkpoint) on NaN/inf."""
+        """One PPO update; raises NonFiniteLossError before a non-finite step changes anything."""
         cfg = self.cfg
         lr = linear_decay(cfg.learning_rate, self.progress, cfg.anneal_lr)
         set_learning_rate(self.optimizer, lr)
         clip = None if cfg.clip_coef is None else linear_decay(cfg.clip_coef, self.progress, cfg.anneal_clip)
         batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
-        stats = ppo_update(self.model, self.optimizer, batch, cfg, clip)
-        for name in ("policy_loss", "value_loss"):
-            check_finite(f"PPO {name}", torch.tensor(stats[name]), self.version)
-        check_finite("a parameter after the PPO update", self.params, self.version)
+        stats = ppo_update(self.model, self.gradient, batch, cfg, clip, self.version)
         self._advance(rollout.num_steps)
         scalars = {f"losses/{k}": v for k, v in stats.items()}
         scalars["charts/learning_rate"] = lr
-        return scalars
+        return {**scalars, **self.gradient.profile()}

@@ -30,8 +30,13 @@ StepFn = Callable[[torch.Tensor | None, bool, bool], dict[str, torch.Tensor]]
 Layer = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # weight, bias, their grads
 
 
-def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: float | None) -> StepFn | None:
-    """The NumPy gradient step for this policy and optimizer, or None when unsupported."""
+def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: float | None,
+                  check: Callable[[float], None] | None = None) -> StepFn | None:
+    """The NumPy gradient step for this policy and optimizer, or None when unsupported.
+
+    ``check(grad_norm)`` runs between the backward pass and Adam (the learner's
+    `GradientStep.check`: it raises on a non-finite gradient before any parameter changes).
+    """
     if not _supported(policy, optimizer):
         return None
     layers = policy.linear_layers()
@@ -44,7 +49,8 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
     group = optimizer.param_groups[0]
 
     def step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
-        with _one_blas_thread():
+        # NaN/inf in the data surfaces as the checked gradient norm, not as NumPy warnings.
+        with _one_blas_thread(), np.errstate(invalid="ignore", over="ignore"):
             return _step(idx, normalized, with_stats)
 
     def _step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
@@ -55,7 +61,9 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
                                              normalized, with_stats)
         _backward(dlogits, obs, pi_acts, pi, relu)
         _backward(dvalue[:, None], obs, vf_acts, vf, relu)
-        _clip_grad_norm([s[1] for s in slots], cfg.max_grad_norm)
+        norm = _clip_grad_norm([s[1] for s in slots], cfg.max_grad_norm)
+        if check is not None:
+            check(norm)
         _adam(slots, group)
         return {k: torch.tensor(v) for k, v in stats.items()}
 
@@ -247,12 +255,14 @@ def _value_loss_grad(value, old_values, returns, cfg: PPOConfig, clip: float | N
     return loss, d * np.float32(2.0 * cfg.vf_coef / n)
 
 
-def _clip_grad_norm(grads: list[np.ndarray], max_norm: float) -> None:
-    """Scale gradients so that their global L2 norm is at most ``max_norm`` (as flat.clip_grad_norm)."""
+def _clip_grad_norm(grads: list[np.ndarray], max_norm: float) -> float:
+    """Scale gradients so that their global L2 norm is at most ``max_norm`` (as flat.clip_grad_norm);
+    returns the norm before."""
     norm = np.sqrt(sum(float(np.dot(g.ravel(), g.ravel())) for g in grads))
     scale = min(max_norm / (norm + 1e-6), 1.0)
     for g in grads:
         g *= np.float32(scale)
+    return norm
 
 
 def _adam(slots: list[tuple[np.ndarray, ...]], group: dict) -> None:

@@ -47,14 +47,16 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> None:
-    """Scale gradients so that their global L2 norm is at most ``max_norm``."""
+def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Scale gradients so that their global L2 norm is at most ``max_norm``; returns the norm before."""
     grads = [p.grad for p in params if p.grad is not None]
     if len(grads) == 1:  # a flat parameter: three tensor operations
         norm = torch.linalg.vector_norm(grads[0])
         grads[0].mul_((max_norm / (norm + 1e-6)).clamp_(max=1.0))
-    elif grads:
-        nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+        return norm
+    if grads:
+        return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+    return torch.zeros(())
 
 
 def zero_grads(params: list[torch.Tensor]) -> None:

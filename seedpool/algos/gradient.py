@@ -1,0 +1,112 @@
+"""The one gradient step every learner takes.
+
+    loss -> backward -> clip the global gradient norm -> non-finite check -> optimizer step
+
+A learner computes its loss (inside :meth:`GradientStep.autocast`, where the precision
+asks for it) and hands it to its :class:`GradientStep`; everything after the loss is done
+here, the same way for PPO, IMPALA/APPO and DQN/Ape-X:
+
+- gradients are zeroed in place before the backward pass (a flat parameter's gradient
+  holds views that must stay alive: `seedpool.models.flat`);
+- the loss and the gradient norm are checked for NaN/inf in one host sync **before** the
+  optimizer steps: a non-finite step raises :class:`NonFiniteLossError` with the
+  parameters and the optimizer state exactly as they were (the gradients are zeroed);
+- the step keeps the learner's profile: gradient steps taken and the seconds spent in
+  backward and in the optimizer (clip and check included), read by :meth:`profile`.
+
+Precision: master weights, optimizer state, losses and returns stay float32. ``"bf16"``
+runs the forward passes under ``torch.autocast`` with bfloat16, which needs no loss
+scaling (bf16 has float32's exponent range). Choosing the precision per machine is the
+run config's job; this module only carries out the one it is given.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Literal
+
+import torch
+
+from seedpool.models.flat import clip_grad_norm, zero_grads
+
+Precision = Literal["fp32", "bf16"]
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The loss or the gradient went NaN/inf; training must stop before a checkpoint could save it.
+
+    Raised before the optimizer steps, so the parameters and the optimizer state are those
+    of the last good step."""
+
+
+class GradientStep:
+    """Backward, clip, check and step for one optimizer (see the module docstring).
+
+    ``name`` prefixes error messages (``"PPO"``, ``"IMPALA"``, ``"DQN TD"``);
+    ``max_grad_norm`` None or inf turns clipping off (the norm is still checked).
+    """
+
+    def __init__(self, optimizer: torch.optim.Optimizer, max_grad_norm: float | None, name: str,
+                 precision: Precision = "fp32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self.optimizer = optimizer
+        self.params = [p for group in optimizer.param_groups for p in group["params"]]
+        self.max_grad_norm = float("inf") if max_grad_norm is None else float(max_grad_norm)
+        self.name = name
+        self.precision = precision
+        self.device_type = self.params[0].device.type if self.params else "cpu"
+        self.steps = 0
+        self._seconds = {"backward": 0.0, "optimizer": 0.0}
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The context the learner computes its forward passes and loss in."""
+        if self.precision == "bf16":
+            return torch.autocast(self.device_type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def __call__(self, loss: torch.Tensor, version: int) -> torch.Tensor:
+        """Take one step on ``loss``; returns the gradient norm before clipping (a 0-d tensor).
+
+        ``version`` is the learner's version, named in the error of a non-finite step."""
+        start = time.perf_counter()
+        zero_grads(self.params)
+        loss.backward()
+        mid = time.perf_counter()
+        norm = clip_grad_norm(self.params, self.max_grad_norm)
+        self.check(loss.detach(), norm, version)
+        self.optimizer.step()
+        self.steps += 1
+        end = time.perf_counter()
+        self._seconds["backward"] += mid - start
+        self._seconds["optimizer"] += end - mid
+        return norm
+
+    def check(self, loss: torch.Tensor | None, grad_norm: torch.Tensor | float, version: int) -> None:
+        """Raise NonFiniteLossError (gradients zeroed) unless the loss and gradient norm are finite.
+
+        Learners whose gradients are computed elsewhere (the NumPy PPO kernel) call this
+        between their backward pass and their optimizer update."""
+        norm = torch.as_tensor(grad_norm, dtype=torch.float32)
+        values = norm.reshape(1) if loss is None else torch.stack([loss.float().reshape(()), norm.to(loss.device)])
+        if bool(torch.isfinite(values).all()):
+            return
+        zero_grads(self.params)
+        loss_text = "" if loss is None else f"{self.name} loss is {float(loss):.4g}, "
+        raise NonFiniteLossError(
+            f"{loss_text}{self.name} gradient norm is {float(norm):.4g}: not finite at learner version "
+            f"{version}; the step was refused and the parameters and optimizer state are those of the "
+            "last good step. Check the rewards and observations fed to the learner, or lower the "
+            "learning rate")
+
+    def record(self, seconds: float) -> None:
+        """Count a step taken outside :meth:`__call__` (the NumPy PPO kernel) and its seconds."""
+        self.steps += 1
+        self._seconds["optimizer"] += seconds
+
+    def profile(self) -> dict[str, float]:
+        """The learner profile: gradient steps and cumulative seconds per part of the step."""
+        return {"charts/gradient_steps": float(self.steps),
+                **{f"time/learner_{k}": v for k, v in self._seconds.items()}}
+
