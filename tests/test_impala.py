@@ -291,6 +291,6 @@ def test_a_resumed_run_loads_the_learner_and_goes_on(tmp_path):
     # The learner continued: its version, steps and Adam's step count went on from the checkpoint.
     assert after["learner"]["version"] > before["learner"]["version"] > 0
     assert after["learner"]["steps_trained"] > before["learner"]["steps_trained"]
-    adam = [float(c["learner"]["optimizer"]["state"][0]["step"]) for c in (before, after)]
+    adam = [float(c["optimizer"]["state"][0]["step"]) for c in (before, after)]
     steps_per_update = cfg.impala.update_epochs * cfg.impala.num_minibatches
     assert adam[1] - adam[0] == (after["learner"]["version"] - before["learner"]["version"]) * steps_per_update

@@ -1,9 +1,22 @@
 """Atomic checkpoints and the random-number-generator state they carry.
 
-A checkpoint is a ``torch.save`` dict with a format marker, the algorithm name and the
-trainer's state (model, optimizer, counters, RNG states, config...). It is written to a
-temporary file, flushed to disk and renamed over the old one, so a crash never leaves a
-half-written checkpoint. Loading uses ``weights_only=True``: a foreign file cannot run code.
+A checkpoint is a ``torch.save`` dict, one layout for every trainer (format version 2)::
+
+    {"format": "seedpool-checkpoint", "version": 2, "algo": "ppo" | "impala" | "dqn" | "apex" | ...,
+     "model": ...,        # the network acting and `seedpool eval` use (state_dict)
+     "optimizer": ...,    # its optimizer's state_dict
+     "learner": {...},    # the learner's counters (version, steps_trained) and own state
+                          # (a target network, a replay loop's counters)
+     "counters": {...},   # the run's counters: step, updates, episodes, time, recent returns
+     "rng": {...},        # Python's, NumPy's and torch's generators
+     "acting": {...} | None,   # the sampler's state where acting has one (exact resume)
+     "replay": "replay.npz" | None}   # the replay's file beside it, when it was saved
+
+:func:`trainer_state` builds it from a learner, :func:`restore_learner` loads it back. It is
+written to a temporary file, flushed to disk and renamed over the old one, so a crash never
+leaves a half-written checkpoint. Loading uses ``weights_only=True``: a foreign file cannot
+run code. Checkpoints of format version 1 (each trainer had its own layout) are upgraded
+on load.
 """
 from __future__ import annotations
 
@@ -18,7 +31,7 @@ import numpy as np
 import torch
 
 FORMAT = "seedpool-checkpoint"
-VERSION = 1
+VERSION = 2
 
 
 class CheckpointError(Exception):
@@ -52,14 +65,55 @@ def load_checkpoint(path: Path, algo: str | None = None, map_location: str = "cp
         ) from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a seedpool checkpoint (no '{FORMAT}' marker)")
+    if state.get("version") == 1:
+        state = upgrade_v1(state)
     if state.get("version") != VERSION:
         raise CheckpointError(f"{path} has checkpoint format version {state.get('version')}; "
-                              f"this seedpool reads version {VERSION}")
+                              f"this seedpool reads versions 1 to {VERSION}: a newer seedpool wrote it")
     if algo is not None and state.get("algo") != algo:
         raise CheckpointError(
             f"{path} was written by '{state.get('algo')}', not '{algo}': "
             f"resume it with `seedpool train {state.get('algo')} --resume ...`"
         )
+    return state
+
+
+def trainer_state(learner_state: dict[str, Any], acting: dict[str, Any] | None = None,
+                  replay: str | None = None) -> dict[str, Any]:
+    """A checkpoint's content in the common layout (the run adds its counters when saving).
+
+    ``learner_state``: a learner's ``state_dict()`` (``model`` and ``optimizer`` beside its
+    counters and own state); ``acting``: the sampler's state, if it has one; ``replay``: the
+    replay file's name in the run folder, if it was saved with this checkpoint.
+    """
+    state = dict(learner_state)
+    return {"model": state.pop("model"), "optimizer": state.pop("optimizer"), "learner": state,
+            "rng": rng_state(), "acting": acting, "replay": replay}
+
+
+def restore_learner(checkpoint: dict[str, Any], learner) -> None:
+    """Load a checkpoint's model, optimizer and learner state into a freshly built learner."""
+    learner.load_state_dict({**checkpoint["learner"], "model": checkpoint["model"],
+                             "optimizer": checkpoint["optimizer"]})
+
+
+def upgrade_v1(state: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 checkpoint in today's layout.
+
+    Format 1 had one layout per trainer: PPO kept its optimizer at the top and (in its first
+    runs) no learner counters; IMPALA, DQN and Ape-X kept the optimizer inside ``learner``;
+    the samplers' state was ``sampler``; a saved replay was the flag ``replay_saved``.
+    """
+    state = dict(state)
+    learner = dict(state.get("learner") or {})
+    if "optimizer" not in state:
+        state["optimizer"] = learner.pop("optimizer")
+    if not learner:  # PPO before the learner kept counters: it had trained on every step
+        learner = {"version": state["counters"]["updates"], "steps_trained": state["counters"]["step"]}
+    state["learner"] = learner
+    state["acting"] = state.pop("sampler", None)
+    state["replay"] = "replay.npz" if state.pop("replay_saved", False) else None
+    state["version"] = VERSION
     return state
 
 

@@ -16,9 +16,9 @@ from seedpool.algos.dqn import DQNConfig, DQNLearner
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state, setup_torch,
+    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
-from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.replay import NStepWriter
 from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
@@ -64,9 +64,9 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
         groups = epsilon_group_names(epsilons, cfg.apex.epsilon_groups)
         with Run.open(cfg, "apex", cfg, ckpt) as run:
             if ckpt is not None:
-                learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
-                if ckpt.get("replay_saved") and (run.dir / REPLAY_FILE).exists():
-                    load_replay_file(run.dir / REPLAY_FILE, learner)
+                restore_learner(ckpt, learner)
+                if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
+                    load_replay_file(run.dir / ckpt["replay"], learner)
                 set_rng_state(ckpt["rng"])
             system = CentralSystem(sources, learner, EpsilonGreedyAct(epsilons, cfg.seed, device), cfg.acting,
                                    device=device, unrolls_per_batch=cfg.apex.unrolls_per_batch,
@@ -79,8 +79,7 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
                 if cfg.save_replay:
                     with system.learner_thread.lock:  # no insertion while the arrays are written
                         save_replay_file(run.dir / REPLAY_FILE, learner)
-                return {"model": learner_state.pop("model"), "learner": learner_state, "rng": rng_state(),
-                        "replay_saved": cfg.save_replay}
+                return trainer_state(learner_state, replay=REPLAY_FILE if cfg.save_replay else None)
 
             run_central(run, system, cfg.total_timesteps, state, cfg.stop_at_return,
                         episode_group=lambda ep: groups[ep.slot])

@@ -18,10 +18,10 @@ from seedpool.algos.dqn import DQNConfig, DQNLearner, epsilon_greedy
 from seedpool.algos.replay_learner import ReplayLearner, unit_ratio
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state,
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state,
     setup_torch,
 )
-from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import QModelConfig, is_image_space, make_q_network
 from seedpool.replay import NStepWriter, PrioritizedReplay, UniformReplay
 from seedpool.runners.sync import run_sync
@@ -87,17 +87,16 @@ def checkpoint_state(run_dir: Path, learner: ReplayLearner, sampler, save_replay
     """Checkpoint content (and, opted in, the replay beside it)."""
     if save_replay:
         save_replay_file(run_dir / REPLAY_FILE, learner)
-    state = learner.state_dict()
-    return {"model": state.pop("model"), "learner": state, "rng": rng_state(),
-            "sampler": sampler.state_dict(), "replay_saved": save_replay}
+    return trainer_state(learner.state_dict(), acting=sampler.state_dict(),
+                         replay=REPLAY_FILE if save_replay else None)
 
 
 def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler) -> None:
     """Load a checkpoint (and the saved replay, if any) into freshly built objects."""
-    learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
-    if ckpt.get("replay_saved") and (run_dir / REPLAY_FILE).exists():
-        load_replay_file(run_dir / REPLAY_FILE, learner)
-    sampler.load_state_dict(ckpt["sampler"])
+    restore_learner(ckpt, learner)
+    if ckpt["replay"] and (run_dir / ckpt["replay"]).exists():
+        load_replay_file(run_dir / ckpt["replay"], learner)
+    sampler.load_state_dict(ckpt["acting"])
     set_rng_state(ckpt["rng"])
 
 

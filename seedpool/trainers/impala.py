@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from seedpool.algos.impala import ImpalaConfig, ImpalaLearner, policy_act
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state, setup_torch,
+    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
-from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import ModelConfig, make_policy
 from seedpool.runners import CentralRunConfig, CentralSystem, TrainingError, make_pools, make_sources, run_central
 from seedpool.trainers.ppo import OptionValue
@@ -45,22 +45,17 @@ def train_impala(cfg: IMPALATrainConfig) -> RunResult:
         policy = make_policy(sources[0].single_observation_space, sources[0].single_action_space, cfg.model)
         learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps)
         if ckpt is not None:
-            learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
+            restore_learner(ckpt, learner)
             set_rng_state(ckpt["rng"])
         with Run.open(cfg, "impala", cfg, ckpt) as run:
             system = CentralSystem(sources, learner, policy_act, cfg.acting, device=device,
                                    unrolls_per_batch=cfg.impala.unrolls_per_batch,
                                    unroll_length=cfg.impala.unroll_length, env_steps=run.step)
-            run_central(run, system, cfg.total_timesteps, _state, cfg.stop_at_return)
+            run_central(run, system, cfg.total_timesteps, trainer_state, cfg.stop_at_return)
     finally:
         for s in sources:
             s.close()
     return finish_run(run, cfg.env, "impala")
-
-
-def _state(learner_state: dict) -> dict:
-    """A checkpoint's content: the model apart (eval reads it), the learner's rest, RNG states."""
-    return {"model": learner_state.pop("model"), "learner": learner_state, "rng": rng_state()}
 
 
 def impala_defaults(env_id: str) -> IMPALATrainConfig:

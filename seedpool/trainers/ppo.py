@@ -9,10 +9,9 @@ from seedpool.actors.sampler import make_sampler
 from seedpool.algos.ppo import PPOConfig, PPOLearner
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state,
-    setup_torch,
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
-from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import ModelConfig, make_policy
 from seedpool.runners.sync import run_sync
 
@@ -62,18 +61,13 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
 
 def _state(learner: PPOLearner, sampler) -> dict:
     """Everything a resumed run needs besides the run's counters."""
-    state = learner.state_dict()
-    return {"model": state.pop("model"), "optimizer": state.pop("optimizer"), "learner": state,
-            "rng": rng_state(), "sampler": sampler.state_dict()}
+    return trainer_state(learner.state_dict(), acting=sampler.state_dict())
 
 
 def _restore(ckpt: dict, learner: PPOLearner, sampler) -> None:
     """Load a checkpoint into freshly built objects, then rebuild the envs' state."""
-    # Checkpoints from before the learner kept its own counters: it had trained on every step.
-    counters = ckpt.get("learner") or {"version": ckpt["counters"]["updates"],
-                                       "steps_trained": ckpt["counters"]["step"]}
-    learner.load_state_dict({"model": ckpt["model"], "optimizer": ckpt["optimizer"], **counters})
-    sampler.load_state_dict(ckpt["sampler"])
+    restore_learner(ckpt, learner)
+    sampler.load_state_dict(ckpt["acting"])
     set_rng_state(ckpt["rng"])  # last: building and replaying must not shift the generators
 
 
@@ -88,7 +82,7 @@ def _sampler_kind(cfg: PPOTrainConfig) -> str:
 
 def _env_seed(cfg: PPOTrainConfig, ckpt: dict | None, sampler_kind: str) -> int:
     """The pool's seed: the run's seed, or a fresh one when a resume cannot replay the envs."""
-    if ckpt is None or (sampler_kind == "sync" and ckpt["sampler"].get("actions") is not None):
+    if ckpt is None or (sampler_kind == "sync" and ckpt["acting"].get("actions") is not None):
         return cfg.seed
     return resume_env_seed(cfg.seed, ckpt)
 
