@@ -18,6 +18,7 @@ import torch
 
 from seedpool.actors.episodes import EpisodeTracker
 from seedpool.records import Episode, Unrolls
+from seedpool.models.precision import Precision, autocast
 from seedpool.timing import PhaseTimer
 
 Chooser = Callable[[torch.Tensor, float, torch.Generator], torch.Tensor]
@@ -29,10 +30,11 @@ class EpsilonGreedySampler:
 
     def __init__(self, pool, q_net: torch.nn.Module, num_steps: int, epsilon: Callable[[int], float],
                  choose: Chooser, device: str | torch.device = "cpu", timer: PhaseTimer | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, precision: Precision = "fp32") -> None:
         if not isinstance(pool.single_action_space, gym.spaces.Discrete):
             raise ValueError(f"value-based agents need a Discrete action space, got {pool.single_action_space}")
         self.pool, self.q_net, self.T, self.device = pool, q_net, num_steps, torch.device(device)
+        self.precision = precision
         self.B = pool.num_envs
         self.epsilon, self.choose = epsilon, choose
         self.timer = timer or PhaseTimer()
@@ -77,7 +79,7 @@ class EpsilonGreedySampler:
             t0 = time.perf_counter()
             self._obs[t] = obs
             valid[t] = self.next_valid
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast(self.precision, self.device.type):
                 q = self.q_net(torch.as_tensor(obs, device=self.device))
                 a = self.choose(q, self.epsilon(self.env_steps), self.generator).cpu().numpy()
             t1 = time.perf_counter()

@@ -21,6 +21,7 @@ import torch
 
 from seedpool.actors.actions import env_actions
 from seedpool.actors.episodes import EpisodeTracker
+from seedpool.models.precision import Precision, autocast
 from seedpool.timing import PhaseTimer
 from seedpool.models.base import ActorCritic
 from seedpool.records import Episode, Rollout
@@ -56,8 +57,9 @@ class SyncSampler:
     """Lockstep sampler: every env steps once per policy call (engine sync mode)."""
 
     def __init__(self, pool, policy: ActorCritic, num_steps: int, device: str = "cpu",
-                 timer: PhaseTimer | None = None, action_log_limit: int = 0) -> None:
+                 timer: PhaseTimer | None = None, action_log_limit: int = 0, precision: Precision = "fp32") -> None:
         self.pool, self.policy, self.T, self.device = pool, policy, num_steps, device
+        self.precision = precision
         self.B = pool.num_envs
         self.timer = timer or PhaseTimer()
         self.episodes = EpisodeTracker(self.B)
@@ -121,7 +123,7 @@ class SyncSampler:
         for t in range(self.T):
             t0 = time.perf_counter()
             obs_t = torch.as_tensor(obs, device=device)
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast(self.precision, obs_t.device.type):
                 action, logprob, value = policy.act(obs_t)
             env_action = _to_env(action, space)
             if host is not None:
@@ -155,7 +157,7 @@ class SyncSampler:
             infer_s += t1 - t0
             env_s += t2 - t1
         t0 = time.perf_counter()
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(self.precision, torch.device(device).type):
             buf.values[self.T] = policy.value(torch.as_tensor(obs, device=device))
         self.timer.add("inference", infer_s + time.perf_counter() - t0)
         self.timer.add("env", env_s)
@@ -184,11 +186,12 @@ class DoubleBufferedSampler:
     """
 
     def __init__(self, pool, policy: ActorCritic, num_steps: int, device: str = "cpu",
-                 timer: PhaseTimer | None = None) -> None:
+                 timer: PhaseTimer | None = None, precision: Precision = "fp32") -> None:
         if not pool.is_async or pool.batch_size * 2 != pool.num_envs:
             raise ValueError(f"the double-buffered sampler needs an async pool with batch_size = num_envs / 2, "
                              f"got num_envs={pool.num_envs}, batch_size={pool.batch_size}")
         self.pool, self.policy, self.T, self.device = pool, policy, num_steps, device
+        self.precision = precision
         self.B = N = pool.num_envs
         self.timer = timer or PhaseTimer()
         self.episodes = EpisodeTracker(N)
@@ -262,7 +265,7 @@ class DoubleBufferedSampler:
         t0 = time.perf_counter()
         n = len(ids)
         all_obs = obs if bootstrap is None else np.concatenate([obs, bootstrap[1]])
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(self.precision, torch.device(self.device).type):
             action, logprob, value = self.policy.act(torch.as_tensor(all_obs, device=self.device))
         if bootstrap is not None and len(bootstrap[0]):
             self.buf.values[self.T, torch.as_tensor(bootstrap[0])] = value[n:]
@@ -292,10 +295,11 @@ class DoubleBufferedSampler:
 
 
 def make_sampler(kind: str, pool, policy: ActorCritic, num_steps: int, device: str = "cpu",
-                 timer: PhaseTimer | None = None, replay_limit: int = 0):
-    """The sampler for ``kind``: "sync" (needs a sync pool) or "double" (needs batch_size = num_envs / 2)."""
+                 timer: PhaseTimer | None = None, replay_limit: int = 0, precision: Precision = "fp32"):
+    """The sampler for ``kind``: "sync" (needs a sync pool) or "double" (needs batch_size = num_envs / 2);
+    the policy acts at ``precision`` (`seedpool.algos.gradient.autocast`)."""
     if kind == "sync":
-        return SyncSampler(pool, policy, num_steps, device, timer, replay_limit)
+        return SyncSampler(pool, policy, num_steps, device, timer, replay_limit, precision)
     if kind == "double":
-        return DoubleBufferedSampler(pool, policy, num_steps, device, timer)
+        return DoubleBufferedSampler(pool, policy, num_steps, device, timer, precision)
     raise ValueError(f"sampler must be 'sync' or 'double', got {kind!r}")

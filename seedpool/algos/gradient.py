@@ -15,22 +15,22 @@ here, the same way for PPO, IMPALA/APPO and DQN/Ape-X:
   backward and in the optimizer (clip and check included), read by :meth:`profile`.
 
 Precision: master weights, optimizer state, losses and returns stay float32. ``"bf16"``
-runs the forward passes under ``torch.autocast`` with bfloat16, which needs no loss
-scaling (bf16 has float32's exponent range). Choosing the precision per machine is the
-run config's job; this module only carries out the one it is given.
+runs the forward passes under ``torch.autocast`` with bfloat16 (the `autocast` of
+`seedpool.models.precision`, which acting uses too); bf16 has float32's exponent range, so
+no loss scaling is needed. The models hand float32 to the distributions and losses.
+Choosing the precision per machine is the run's job (`resolve_precision`); this module
+carries out the one it is given.
 """
 from __future__ import annotations
 
 import contextlib
 import time
-from typing import Literal
 
 import torch
 
 from seedpool.models.flat import clip_grad_norm, zero_grads
+from seedpool.models.precision import PRECISIONS, Precision, autocast
 
-Precision = Literal["fp32", "bf16"]
-PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -62,9 +62,7 @@ class GradientStep:
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """The context the learner computes its forward passes and loss in."""
-        if self.precision == "bf16":
-            return torch.autocast(self.device_type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return autocast(self.precision, self.device_type)
 
     def __call__(self, loss: torch.Tensor, version: int) -> torch.Tensor:
         """Take one step on ``loss``; returns the gradient norm before clipping (a 0-d tensor).

@@ -26,7 +26,7 @@ from torch import nn
 from seedpool.algos.gradient import NonFiniteLossError, Precision  # noqa: F401 (re-exported)
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
-from seedpool.models.base import ActorCritic
+from seedpool.models.base import ActorCritic, float32
 from seedpool.records import ActOutput, Unrolls
 
 Batch = dict[str, torch.Tensor]
@@ -101,7 +101,7 @@ def _evaluate(model: ActorCritic, batch: Batch, bootstrap: bool):
     obs, actions = batch["obs"], batch["actions"]
     T, B = actions.shape[:2]
     steps = T + 1 if bootstrap else T
-    params, values = model(obs[:steps].flatten(0, 1))
+    params, values = float32(model(obs[:steps].flatten(0, 1)))
     params_t = params[: T * B] if isinstance(params, torch.Tensor) else tuple(p[: T * B] for p in params)
     logp = model.head.log_prob(params_t, actions.flatten(0, 1)).view(T, B)
     entropy = model.head.entropy(params_t).view(T, B)

@@ -31,13 +31,13 @@ class ActorCritic(nn.Module):
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State values ``[B]``."""
-        return self.forward(obs)[1]
+        return self.forward(obs)[1].float()
 
     def act(
         self, obs: torch.Tensor, deterministic: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions; returns ``(action, logprob, value)``."""
-        params, value = self.forward(obs)
+        params, value = float32(self.forward(obs))
         action, logprob = self.head.sample_log_prob(params, deterministic)
         return action, logprob, value
 
@@ -45,6 +45,14 @@ class ActorCritic(nn.Module):
         self, obs: torch.Tensor, action: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Re-score stored actions; returns ``(logprob, entropy, value)``."""
-        params, value = self.forward(obs)
+        params, value = float32(self.forward(obs))
         logprob, entropy = self.head.log_prob_entropy(params, action)
         return logprob, entropy, value
+
+
+def float32(outputs):
+    """A network's outputs (tensors, possibly nested in tuples) as float32: under bf16 autocast
+    the last layer computes in bfloat16, but distributions, losses and stored log-probs do not."""
+    if isinstance(outputs, torch.Tensor):
+        return outputs.float()
+    return tuple(float32(o) for o in outputs)

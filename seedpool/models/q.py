@@ -61,8 +61,9 @@ class QNetwork(nn.Module):
         raise NotImplementedError
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Q-values ``[B, num_actions]`` for a batch of observations (any numeric or bool dtype)."""
-        return self.head(self.features(obs))
+        """Q-values ``[B, num_actions]``, float32 (also under bf16 autocast), for a batch of
+        observations (any numeric or bool dtype)."""
+        return self.head(self.features(obs)).float()
 
 
 class MLPQNetwork(QNetwork):

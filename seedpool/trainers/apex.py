@@ -20,6 +20,7 @@ from seedpool.experiment import (
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import QModelConfig, make_q_network
+from seedpool.models.precision import autocast_fn, resolve_precision
 from seedpool.replay import NStepWriter
 from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
 from seedpool.trainers.dqn import REPLAY_FILE, load_replay_file, make_replay, save_replay_file
@@ -54,9 +55,10 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
     try:
         space = sources[0].single_observation_space
         q_net = make_q_network(space, sources[0].single_action_space, cfg.model)
+        precision = resolve_precision(cfg.precision, device, q_net)
         replay = make_replay(space, cfg.dqn, cfg.seed)
         learner = ReplayLearner(
-            DQNLearner(q_net, cfg.dqn, cfg.total_timesteps, device), replay,
+            DQNLearner(q_net, cfg.dqn, cfg.total_timesteps, device, precision), replay,
             NStepWriter(replay, cfg.dqn.n_step, cfg.dqn.gamma), replay_ratio=cfg.apex.replay_ratio,
             batch_size=cfg.dqn.batch_size, learning_starts=cfg.dqn.learning_starts,
             total_steps=cfg.total_timesteps)
@@ -68,12 +70,13 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
                 if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
                     load_replay_file(run.dir / ckpt["replay"], learner)
                 set_rng_state(ckpt["rng"])
-            system = CentralSystem(sources, learner, EpsilonGreedyAct(epsilons, cfg.seed, device), cfg.acting,
+            system = CentralSystem(sources, learner, autocast_fn(EpsilonGreedyAct(epsilons, cfg.seed, device), precision, device),
+                                   cfg.acting,
                                    device=device, unrolls_per_batch=cfg.apex.unrolls_per_batch,
                                    unroll_length=cfg.apex.unroll_length, env_steps=run.step, aux_size=AUX_SIZE)
             run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, epsilons {epsilons.max():.3g}"
                      f"..{epsilons.min():.2g}, {type(replay).__name__}({cfg.dqn.buffer_size:,}), "
-                     f"replay ratio {cfg.apex.replay_ratio:g}, Q network on {device}")
+                     f"replay ratio {cfg.apex.replay_ratio:g}, Q network on {device} ({precision})")
 
             def state(learner_state: dict) -> dict:
                 if cfg.save_replay:

@@ -23,6 +23,7 @@ from seedpool.experiment import (
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import QModelConfig, is_image_space, make_q_network
+from seedpool.models.precision import resolve_precision
 from seedpool.replay import NStepWriter, PrioritizedReplay, UniformReplay
 from seedpool.runners.sync import run_sync
 from seedpool.trainers.ppo import OptionValue
@@ -53,16 +54,17 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
                          seed=cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt), **cfg.env_options)
     try:
         q_net = make_q_network(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
+        precision = resolve_precision(cfg.precision, device, q_net)
         replay = make_replay(pool.single_observation_space, d, cfg.seed)
         learner = ReplayLearner(
-            DQNLearner(q_net, d, cfg.total_timesteps, device), replay, NStepWriter(replay, d.n_step, d.gamma),
+            DQNLearner(q_net, d, cfg.total_timesteps, device, precision), replay, NStepWriter(replay, d.n_step, d.gamma),
             replay_ratio=unit_ratio(d.gradient_steps, d.batch_size, steps_per_round * cfg.num_envs),
             batch_size=d.batch_size, learning_starts=d.learning_starts, total_steps=cfg.total_timesteps)
         with Run.open(cfg, "dqn", cfg, ckpt) as run:
             sampler = EpsilonGreedySampler(
                 pool, q_net, steps_per_round, lambda step: learner.learner.epsilon(step / cfg.total_timesteps),
-                epsilon_greedy, device, run.timer, seed=cfg.seed)
-            run.note(f"{pool!r}, {type(replay).__name__}({d.buffer_size:,}), Q network on {device}")
+                epsilon_greedy, device, run.timer, seed=cfg.seed, precision=precision)
+            run.note(f"{pool!r}, {type(replay).__name__}({d.buffer_size:,}), Q network on {device} ({precision})")
             if ckpt is not None:
                 restore(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,

@@ -17,6 +17,7 @@ from seedpool.experiment import (
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import ModelConfig, make_policy
+from seedpool.models.precision import autocast_fn, resolve_precision
 from seedpool.runners import CentralRunConfig, CentralSystem, TrainingError, make_pools, make_sources, run_central
 from seedpool.trainers.ppo import OptionValue
 
@@ -43,14 +44,16 @@ def train_impala(cfg: IMPALATrainConfig) -> RunResult:
     sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
     try:
         policy = make_policy(sources[0].single_observation_space, sources[0].single_action_space, cfg.model)
-        learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps)
+        precision = resolve_precision(cfg.precision, device, policy)
+        learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps, precision=precision)
         if ckpt is not None:
             restore_learner(ckpt, learner)
             set_rng_state(ckpt["rng"])
         with Run.open(cfg, "impala", cfg, ckpt) as run:
-            system = CentralSystem(sources, learner, policy_act, cfg.acting, device=device,
-                                   unrolls_per_batch=cfg.impala.unrolls_per_batch,
+            system = CentralSystem(sources, learner, autocast_fn(policy_act, precision, device), cfg.acting,
+                                   device=device, unrolls_per_batch=cfg.impala.unrolls_per_batch,
                                    unroll_length=cfg.impala.unroll_length, env_steps=run.step)
+            run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, policy on {device} ({precision})")
             run_central(run, system, cfg.total_timesteps, trainer_state, cfg.stop_at_return)
     finally:
         for s in sources:

@@ -13,6 +13,7 @@ from seedpool.experiment import (
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.models import ModelConfig, make_policy
+from seedpool.models.precision import resolve_precision
 from seedpool.runners.sync import run_sync
 
 OptionValue = Union[bool, int, float, str]
@@ -46,11 +47,12 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
                              **cfg.env_options)
     try:
         policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
-        learner = PPOLearner(policy, cfg.ppo, cfg.total_timesteps)
+        precision = resolve_precision(cfg.precision, device, policy)
+        learner = PPOLearner(policy, cfg.ppo, cfg.total_timesteps, precision)
         with Run.open(cfg, "ppo", cfg, ckpt) as run:
             sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
-                                   cfg.replay_limit)
-            run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device}")
+                                   cfg.replay_limit, precision)
+            run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device} ({precision})")
             if ckpt is not None:
                 _restore(ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps, lambda: _state(learner, sampler))

@@ -1,0 +1,86 @@
+"""`--precision fp32|bf16|auto`: which arithmetic a run's forward passes use, per machine.
+
+bf16 autocast keeps float32 master weights, optimizer state, losses and returns
+(`seedpool.algos.gradient`; :func:`autocast` here is the context acting and learning share); only the network's matrix products and convolutions run in
+bfloat16. It pays where the hardware computes bf16 natively (CPUs with AVX512-BF16 or
+AMX, CUDA devices that report bf16 support) and for networks whose time is in those
+products: convolutional torsos. Small MLPs are limited by per-operation overhead, which
+autocast's casts only add to. So ``auto`` picks bf16 for a convolutional network on
+bf16 hardware and fp32 everywhere else; ``benchmarks/precision.py`` measures both on the
+machine it runs on. Asking for bf16 on hardware without it is an error, not a silent
+emulation (which is slower than fp32).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+from pathlib import Path
+from typing import Callable, Literal
+
+import torch
+from torch import nn
+
+Precision = Literal["fp32", "bf16"]
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+PrecisionOption = Literal["auto", "fp32", "bf16"]
+
+
+def autocast(precision: Precision, device_type: str) -> contextlib.AbstractContextManager:
+    """The context forward passes run in at ``precision`` on a device of ``device_type``
+    (acting and learning alike; the models hand float32 to distributions and losses)."""
+    if precision == "bf16":
+        return torch.autocast(device_type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@functools.lru_cache(maxsize=None)
+def bf16_supported(device_type: str) -> bool:
+    """Does a device of this type compute bfloat16 natively?"""
+    if device_type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+    if device_type != "cpu":
+        return False
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch without the oneDNN query: read the CPU's flags
+        try:
+            flags = Path("/proc/cpuinfo").read_text().split()
+        except OSError:
+            return False
+        return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def is_convolutional(model: nn.Module) -> bool:
+    """True if the network has a convolution (its time is in products bf16 speeds up)."""
+    return any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+
+
+def resolve_precision(requested: str, device: str | torch.device, model: nn.Module) -> Precision:
+    """The precision a run uses: ``requested`` checked against the hardware, ``auto`` decided."""
+    device_type = torch.device(device).type
+    if requested == "fp32":
+        return "fp32"
+    if requested == "bf16":
+        if not bf16_supported(device_type):
+            what = "this CPU has no native bfloat16 (AVX512-BF16 or AMX)" if device_type == "cpu" \
+                else f"this {device_type} device does not support bfloat16"
+            raise ValueError(f"--precision bf16: {what}, and emulating it is slower than fp32; "
+                             "use --precision auto (it picks what the hardware runs fastest) or fp32")
+        return "bf16"
+    if requested == "auto":
+        return "bf16" if bf16_supported(device_type) and is_convolutional(model) else "fp32"
+    raise ValueError(f"--precision must be auto, fp32 or bf16, got {requested!r}")
+
+
+def autocast_fn(fn: Callable, precision: Precision, device: str | torch.device) -> Callable:
+    """``fn`` called inside :func:`autocast` (``fn`` itself for fp32): an act function at ``precision``."""
+    if precision == "fp32":
+        return fn
+    device_type = torch.device(device).type
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with autocast(precision, device_type):
+            return fn(*args, **kwargs)
+
+    return wrapped

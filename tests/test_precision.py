@@ -1,0 +1,88 @@
+"""`--precision fp32|bf16|auto`: what each resolves to, the error where bf16 is missing, and
+every trainer acting and learning under bf16 autocast with float32 weights and checkpoints."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import seedpool.models.precision as precision
+from seedpool.cli import main
+from seedpool.models import MLPActorCritic, NatureCNNActorCritic
+from seedpool.models.precision import autocast_fn, resolve_precision
+
+QUIET = ["--env", "CartPole-v1", "--progress", "off", "--no-tensorboard", "--model.hidden-sizes", "8", "8"]
+
+
+@pytest.fixture
+def bf16_hardware(monkeypatch):
+    """Pretend the CPU computes bf16 natively (autocast then emulates it: slow, but the same code)."""
+    monkeypatch.setattr(precision, "bf16_supported", lambda device_type: True)
+
+
+@pytest.fixture
+def no_bf16_hardware(monkeypatch):
+    monkeypatch.setattr(precision, "bf16_supported", lambda device_type: False)
+
+
+def test_auto_picks_bf16_only_for_a_convolutional_network_on_bf16_hardware(monkeypatch):
+    mlp, cnn = MLPActorCritic(4, 2, continuous=False), NatureCNNActorCritic((4, 84, 84), 6)
+    for supported, expected_cnn in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(precision, "bf16_supported", lambda device_type, s=supported: s)
+        assert resolve_precision("auto", "cpu", cnn) == expected_cnn
+        assert resolve_precision("auto", "cpu", mlp) == "fp32"
+        assert resolve_precision("fp32", "cpu", cnn) == "fp32"
+
+
+def test_bf16_without_the_hardware_is_a_clear_error_naming_auto(no_bf16_hardware, tmp_path, capsys):
+    with pytest.raises(ValueError, match="--precision bf16: this CPU has no native bfloat16.*--precision auto"):
+        resolve_precision("bf16", "cpu", MLPActorCritic(4, 2, continuous=False))
+    assert main(["train", "ppo", *QUIET, "--runs-dir", str(tmp_path), "--precision", "bf16"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seedpool: error:") and "--precision auto" in err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_this_machines_answer_matches_its_cpu_flags():
+    flags = open("/proc/cpuinfo").read().split() if torch.backends.mkldnn.is_available() else []
+    if not flags:
+        pytest.skip("no /proc/cpuinfo to compare with")
+    native = "avx512_bf16" in flags or "amx_bf16" in flags
+    assert precision.bf16_supported("cpu") == native
+
+
+def test_autocast_fn_runs_an_act_function_in_bf16_and_is_the_function_itself_for_fp32():
+    def act(x):
+        return torch.nn.functional.linear(x, torch.ones(2, 3))
+
+    assert autocast_fn(act, "fp32", "cpu") is act
+    assert autocast_fn(act, "bf16", "cpu")(torch.ones(1, 3)).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("algo, budget", [
+    ("ppo", ["--total-timesteps", "512", "--backend", "serial"]),
+    ("impala", ["--total-timesteps", "1024"]),
+    ("dqn", ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--backend", "serial"]),
+    ("apex", ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--apex.replay-ratio", "2"]),
+])
+def test_every_trainer_acts_and_learns_under_bf16_with_float32_weights(bf16_hardware, tmp_path, capsys, algo,
+                                                                      budget):
+    assert main(["train", algo, *QUIET, "--runs-dir", str(tmp_path), "--precision", "bf16", *budget]) == 0
+    assert "(bf16)" in capsys.readouterr().out
+    (run,) = tmp_path.iterdir()
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert state["learner"]["version"] > 0
+    for name, tensor in state["model"].items():
+        assert tensor.dtype == torch.float32 and bool(torch.isfinite(tensor).all()), name
+
+
+def test_policy_outputs_are_float32_under_bf16_autocast():
+    model = MLPActorCritic(4, 3, continuous=False)
+    obs = torch.randn(5, 4)
+    with torch.no_grad(), precision.autocast("bf16", "cpu"):
+        action, logp, value = model.act(obs)
+        logp2, entropy, value2 = model.evaluate(obs, action)
+    assert logp.dtype == value.dtype == logp2.dtype == entropy.dtype == value2.dtype == torch.float32
+    assert np.all(np.isfinite(logp.numpy()))
+    assert gym.spaces.Discrete(3).contains(int(action[0]))
