@@ -24,6 +24,7 @@ carries out the one it is given.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 
 import torch
@@ -85,15 +86,16 @@ class GradientStep:
         """Raise NonFiniteLossError (gradients zeroed) unless the loss and gradient norm are finite.
 
         Learners whose gradients are computed elsewhere (the NumPy PPO kernel) call this
-        between their backward pass and their optimizer update."""
-        norm = torch.as_tensor(grad_norm, dtype=torch.float32)
-        values = norm.reshape(1) if loss is None else torch.stack([loss.float().reshape(()), norm.to(loss.device)])
-        if bool(torch.isfinite(values).all()):
+        between their backward pass and their optimizer update, with a float norm."""
+        # One host sync for both: a NaN or inf in either makes the sum non-finite (and a sum
+        # that overflows float32 from finite parts is no step worth taking either).
+        total = grad_norm if loss is None else loss.float() + grad_norm
+        if math.isfinite(float(total)):
             return
         zero_grads(self.params)
         loss_text = "" if loss is None else f"{self.name} loss is {float(loss):.4g}, "
         raise NonFiniteLossError(
-            f"{loss_text}{self.name} gradient norm is {float(norm):.4g}: not finite at learner version "
+            f"{loss_text}{self.name} gradient norm is {float(grad_norm):.4g}: not finite at learner version "
             f"{version}; the step was refused and the parameters and optimizer state are those of the "
             "last good step. Check the rewards and observations fed to the learner, or lower the "
             "learning rate")
