@@ -6,6 +6,7 @@ code that holds a whole command; placeholders (RUN_DIR, ID, N, ...) are filled i
 real values first. Each is parsed against the CLI without training
 (`seedpool.cli.parse_command`, what `--dry-run` prints); the CartPole training commands
 also run for a few hundred env steps, and eval/plot run on the folder one of them left.
+docs/architecture.md's layer table is checked against every import in seedpool/.
 """
 from __future__ import annotations
 
@@ -232,3 +233,50 @@ def test_dry_run_prints_the_resolved_config_and_trains_nothing(tmp_path, capsys)
     assert not any(tmp_path.iterdir())
     with pytest.raises(SystemExit):  # an unknown option still fails
         main(["train", "dqn", "--env", "CartPole-v1", "--dqn.no-such-option", "1", "--dry-run"])
+
+
+def _layer_table() -> dict[str, int]:
+    """Package (``envs``, ``records``, ``__init__``, ``cli``...) -> layer, from architecture.md's table."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    layers = {}
+    for number, packages in re.findall(r"^\| (\d+) \| ([^|]+) \|", section, flags=re.M):
+        for name in re.findall(r"`([\w.]+?)(?:/|\.py)`", packages):
+            layers[name] = int(number)
+    return layers
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """(seedpool module, line) of every absolute seedpool import in a file, inside functions too."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.module, node.lineno))
+    return [(m, line) for m, line in found if m == "seedpool" or m.startswith("seedpool.")]
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    """architecture.md's layer table holds for every import in seedpool/."""
+    layers = _layer_table()
+    package_dir = ROOT / "seedpool"
+    on_disk = {p.stem if p.is_file() else p.name for p in package_dir.iterdir()
+               if (p.suffix == ".py" or (p / "__init__.py").exists())}
+    assert on_disk == set(layers), f"architecture.md's layers list {sorted(layers)}; seedpool/ holds {sorted(on_disk)}"
+
+    def owner(module: str) -> str:
+        parts = module.split(".")
+        return "__init__" if len(parts) == 1 else parts[1]
+
+    wrong = []
+    for path in package_dir.rglob("*.py"):
+        rel = path.relative_to(package_dir)
+        here = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for module, line in _imports(path):
+            there = owner(module)
+            if there != here and layers[there] >= layers[here]:
+                wrong.append(f"{rel}:{line} imports {module} (layer {layers[there]}, not below {layers[here]})")
+    assert not wrong, "imports against docs/architecture.md's layers:\n" + "\n".join(wrong)
