@@ -25,8 +25,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "checkpoints_v1"  # one run folder per 
 COMMANDS = ("train", "eval", "plot", "bench")
 # Placeholders in documented commands, and what stands in for them (run folders separately).
 PLACEHOLDERS = {"ID": "CartPole-v1", "N": "3", "PNG": "curves.png", "<Game>": "Breakout"}
-# Flags of other programs shown next to seedpool's (ray start, tensorboard).
-OTHER_PROGRAMS_FLAGS = {"--head", "--port", "--num-cpus", "--address", "--logdir"}
+# Other programs whose command lines the docs show, and their flags named alone in prose.
+OTHER_PROGRAMS = {"ray", "tensorboard", "python", "pip", "make", "py-spy"}
+OTHER_PROGRAMS_FLAGS = {"--num-cpus"}
 # Budget options appended to the commands that really train (run options every trainer has).
 TINY = ["--total-timesteps", "512", "--progress", "off", "--no-tensorboard"]
 
@@ -140,7 +141,11 @@ def test_options_named_in_the_docs_exist():
     stale = []
     for doc in DOCS:
         text = doc.read_text()
-        places = _inline_spans(text) + [body for lang, body in _fenced_blocks(text) if lang in ("bash", "sh")]
+        # Inline code that is not another program's command line, and seedpool lines of bash blocks.
+        places = [span for span in _inline_spans(text) if span.split()[0] not in OTHER_PROGRAMS
+                  and not span.split()[0].endswith(".py")]
+        places += [line for lang, body in _fenced_blocks(text) if lang in ("bash", "sh")
+                   for line in body.splitlines() if line.startswith("seedpool ")]
         for place in places:
             for option in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*(?:\.[a-z0-9-]*)*", place):
                 if option.endswith("."):  # `--ppo.*`: a section of options
