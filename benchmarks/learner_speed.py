@@ -211,13 +211,13 @@ def make_unrolls(rng: Any, T: int, n: int, obs_space: Any, action_space: Any) ->
     return Unrolls(**{k: values[k] for k in needed})
 
 
-def make_minibatch(rng: Any, batch: int, obs_space: Any, gamma: float = 0.99) -> dict[str, Any]:
+def make_minibatch(rng: Any, batch: int, obs_space: Any, action_space: Any, gamma: float = 0.99) -> dict[str, Any]:
     """A replay minibatch as `DQNLearner.update` takes it (3-step discounts, IS weights)."""
     import numpy as np
 
     done = rng.random(batch) < 0.01
     return {"obs": _obs(rng, obs_space, (batch,)), "next_obs": _obs(rng, obs_space, (batch,)),
-            "action": rng.integers(0, 2 if obs_space.dtype != np.uint8 else 6, batch).astype(np.int64),
+            "action": rng.integers(0, int(action_space.n), batch).astype(np.int64),
             "reward": rng.normal(size=batch).astype(np.float32),
             "discount": np.where(done, 0.0, gamma**3).astype(np.float32),
             "weights": rng.uniform(0.2, 1.0, batch).astype(np.float32),
@@ -242,7 +242,7 @@ def setup_case(case: Case, quick: bool) -> tuple[Any, Any, list[str]]:
     elif case.learner == "ImpalaLearner":
         batch = make_unrolls(rng, T, n, obs_space, action_space)
     else:
-        batch = make_minibatch(rng, T, obs_space)
+        batch = make_minibatch(rng, T, obs_space, action_space)
     return learner, batch, unused
 
 

@@ -107,7 +107,7 @@ def test_documented_command_parses(where, command, capsys):
         with pytest.raises(SystemExit) as exc:
             parse_command(argv)
         assert exc.value.code == 0, f"{where}: `{command}` --help failed"
-        assert "--total-timesteps" in capsys.readouterr().out
+        assert "usage:" in capsys.readouterr().out
         return
     try:
         parsed = parse_command(argv)
