@@ -6,7 +6,8 @@ code that holds a whole command; placeholders (RUN_DIR, ID, N, ...) are filled i
 real values first. Each is parsed against the CLI without training
 (`seedpool.cli.parse_command`, what `--dry-run` prints); the CartPole training commands
 also run for a few hundred env steps, and eval/plot run on the folder one of them left.
-docs/architecture.md's layer table is checked against every import in seedpool/.
+docs/architecture.md's layer table is checked against every import in seedpool/, and every
+`seedpool.x.y` name and repository file the docs mention must exist.
 """
 from __future__ import annotations
 
@@ -285,3 +286,30 @@ def test_each_layer_imports_only_the_layers_below_it():
             if there != here and layers[there] >= layers[here]:
                 wrong.append(f"{rel}:{line} imports {module} (layer {layers[there]}, not below {layers[here]})")
     assert not wrong, "imports against docs/architecture.md's layers:\n" + "\n".join(wrong)
+
+
+def test_modules_and_files_the_docs_name_exist():
+    """Every `seedpool.x.y` the docs name imports, and every repository file they name is there."""
+    import importlib
+
+    missing = []
+    for doc in DOCS:
+        text = doc.read_text()
+        for ref in sorted(set(re.findall(r"`(seedpool(?:\.\w+)+)", text))):
+            parts = ref.split(".")
+            # The longest importable prefix, then attributes (seedpool.algos.ppo.a2c_config).
+            for i in range(len(parts), 0, -1):
+                try:
+                    obj = importlib.import_module(".".join(parts[:i]))
+                    break
+                except ModuleNotFoundError:
+                    continue
+            for name in parts[i:]:
+                obj = getattr(obj, name, None)
+            if obj is None:
+                missing.append(f"{doc.name}: {ref}")
+        paths = re.findall(r"((?:seedpool|benchmarks|tests|docs)/[\w/.-]*\.(?:py|md|png))", text)
+        packages = "runners|trainers|algos|actors|inference|envs|replay|models|experiment|distributed|compat|bench"
+        paths += ["seedpool/" + p for p in re.findall(rf"`((?:{packages})/[\w/.-]+\.py)`", text)]
+        missing += [f"{doc.name}: {p}" for p in sorted(set(paths)) if not (ROOT / p).exists()]
+    assert not missing, f"the docs name what the repository does not have: {missing}"
