@@ -2,6 +2,7 @@
 
     seedpool train ppo --env CartPole-v1 [--seed 1 --total-timesteps 100000 ...]
     seedpool train ppo --resume runs/CartPole-v1__ppo__1__... [--total-timesteps N]
+    seedpool train ppo --env Pong-v5 --dry-run   (print the resolved config, train nothing)
     seedpool eval RUN_DIR [--episodes 10] [--video]
     seedpool plot RUN_DIR... [--out curves.png]
     seedpool bench ...
@@ -12,6 +13,7 @@ defaults and its train function (see docs/training.md to add one).
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ USAGE = """usage: seedpool {train,eval,plot,bench} ...
 
   seedpool train ALGO --env ID [options]   train (ALGO: %s); --help lists the options
   seedpool train ALGO --resume RUN_DIR     continue a stopped run in its folder
+  seedpool train ALGO ... --dry-run        print the resolved config as JSON and exit
   seedpool eval RUN_DIR [--episodes N] [--video]
   seedpool plot RUN_DIR... [--out PNG]
   seedpool bench [options]                 engine and end-to-end throughput
@@ -129,11 +132,20 @@ class PlotArgs:
     """PNG to write (default: curves.png in the run folder for one run, ./curves.png for several)."""
 
 
+DRY_RUN = "--dry-run"
+
+
 def cmd_train(argv: list[str]) -> int:
-    """`seedpool train ALGO ...`."""
+    """`seedpool train ALGO ...`; with ``--dry-run``, print the resolved config and train nothing."""
     if not argv or argv[0].startswith("-"):
         raise UsageError(f"say which algorithm to train: seedpool train {{{','.join(TRAINERS)}}} --env ID")
-    cfg = train_config(argv[0], argv[1:])
+    dry_run = DRY_RUN in argv
+    cfg = train_config(argv[0], [arg for arg in argv[1:] if arg != DRY_RUN])
+    if dry_run:
+        from seedpool.experiment.config import config_to_dict
+
+        print(json.dumps({"algo": argv[0], "config": config_to_dict(cfg)}, indent=2))
+        return 0
     result = _load(TRAINERS[argv[0]].train)(cfg)
     return EXIT_INTERRUPTED if result.interrupted else 0
 
@@ -171,6 +183,27 @@ def cmd_bench(argv: list[str]) -> int:
             raise
         raise UsageError("seedpool bench is not available in this version (no seedpool.bench module)") from None
     return int(bench.main(argv) or 0)
+
+
+def parse_command(argv: list[str]) -> Any:
+    """The parsed options of a `seedpool` command line (``argv`` without "seedpool"); nothing runs.
+
+    `train` gives the resolved training config (reading the run folder of ``--resume``),
+    `eval`, `plot` and `bench` their argument dataclasses. Bad input raises `UsageError`
+    (or tyro's `SystemExit(2)` for an unknown option); ``--help`` exits with 0.
+    """
+    if not argv or argv[0] not in COMMANDS:
+        raise UsageError(f"expected a command ({', '.join(COMMANDS)}), got {argv[:1]}")
+    command, rest = argv[0], [arg for arg in argv[1:] if arg != DRY_RUN]
+    if command == "train":
+        if not rest or rest[0].startswith("-"):
+            raise UsageError(f"say which algorithm to train: seedpool train {{{','.join(TRAINERS)}}} --env ID")
+        return train_config(rest[0], rest[1:])
+    if command == "eval":
+        return tyro.cli(EvalArgs, args=rest, prog="seedpool eval")
+    if command == "plot":
+        return tyro.cli(PlotArgs, args=rest, prog="seedpool plot")
+    return tyro.cli(importlib.import_module("seedpool.bench").BenchArgs, args=rest, prog="seedpool bench")
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {

@@ -1,7 +1,18 @@
 """What feeds the inference server: a small Protocol any group of envs can satisfy.
 
-Locally a source wraps one engine pool in async mode (`seedpool.actors.actor_loop`); later a
-Ray actor group on another node satisfies the same Protocol, one message per batch.
+Two kinds satisfy it today, and the server, the actor loops and the learner do not know
+which one they are fed by:
+
+- `seedpool.actors.pool_source.PoolSource`: one engine pool in async mode on this machine
+  (`recv` is the pool's next batch); `seedpool.runners.acting.make_sources` builds them.
+- `seedpool.distributed.source.RayGroupSource` (with ``--ray-address``): an actor group on
+  a Ray node holding one engine pool, one message per batch, two batches in flight.
+
+Each `seedpool.actors.actor_loop.ActorLoop` drives one source. Beyond this Protocol,
+`seedpool.runners.central.CentralSystem` reads a source's ``batch_size`` and
+``single_observation_space`` / ``single_action_space``. A source whose envs are gone for
+good raises `seedpool.actors.pool_source.SourceRetired` from `recv`: its actor loop ends
+and the other sources go on.
 """
 
 from __future__ import annotations
