@@ -351,16 +351,6 @@ def _commit(checkout: Path) -> str:
     return sha + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def _workload(case: Case, quick: bool) -> str:
     T, n = case.quick_shape if quick and case.quick_shape else case.shape
     obs = "4x84x84 uint8, Nature CNN" if case.obs == "atari" else "4 floats, MLP " + "-".join(
@@ -432,9 +422,11 @@ def main(argv: list[str] | None = None) -> None:
     labels = {"new": ROOT} | ({"ref": args.ref.resolve()} if args.ref else {})
     if args.ref and not (args.ref / "seedpool" / "__init__.py").exists():
         raise SystemExit(f"--ref {args.ref}: expected a checkout with seedpool/__init__.py in it")
+    from seedpool.bench.report import cpu_model  # this checkout's (a worker may import another's seedpool)
+
     workers = {label: Worker(path, args.threads) for label, path in labels.items()}
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "machine": f"{os.cpu_count()} CPUs ({_cpu()}), {platform.system()} {platform.release()}",
+            "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}",
             "python": platform.python_version(), "torch threads per worker": str(args.threads),
             "load average before": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     try:

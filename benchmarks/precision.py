@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
+
+from cnn_layout import timed  # the same timing loop as the layout benchmark
 
 from seedpool.algos.gradient import GradientStep
 from seedpool.bench.report import machine_info
@@ -64,13 +65,6 @@ def build(kind: str, precision: str, layout: torch.memory_format, rows: int, act
             policy.act(obs[:act_rows])
 
     return update, act
-
-
-def timed(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
 
 
 VARIANTS = {  # name -> (network, precision, memory layout)

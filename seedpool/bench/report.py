@@ -22,7 +22,8 @@ MEMORY_COLUMNS = ("group", "engine", "envs", "workers", "worker RSS (MiB)", "RSS
 TARGET_COLUMNS = ("group", "check", "measured", "required", "met")
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -54,7 +55,7 @@ def machine_info() -> dict[str, str]:
     usable = usable_cores()
     info = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"nproc = {usable}; {_cpu_model()}; "
+        "machine": f"nproc = {usable}; {cpu_model()}; "
                    f"{psutil.virtual_memory().total / 2**30:.1f} GiB RAM",
         "kernel": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
