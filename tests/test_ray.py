@@ -60,7 +60,7 @@ def _seedpool_actors(address: str) -> list[str]:
 
     ray.init(address=address, logging_level="WARNING")
     try:
-        deadline = time.monotonic() + 15  # ray.kill is asynchronous
+        deadline = time.monotonic() + 60  # ray.kill is asynchronous; a loaded machine is slow at it
         while True:
             names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
                      if a["name"].startswith("seedpool-")]
