@@ -215,12 +215,13 @@ def test_a_node_killed_hard_restarts_its_group_and_leaves_nothing_behind(cluster
     node and the run go on; no process of the dead node may survive it."""
     import ray
 
-    from conftest import wait_gone
+    from conftest import new_shm_leaks, shm_entries, wait_gone
 
     while len(cluster.worker_nodes) < 3:  # two groups and a free node (an earlier test removed one)
         cluster.add_node(num_cpus=1, **NODE)
     cluster.wait_for_nodes()
     killed: set[int] = set()
+    shm = shm_entries()
     result, made, removed = _train_losing_a_node(
         cluster, tmp_path, monkeypatch, lambda node: killed.update(_sigkill_node(cluster, node)))
     assert killed and result.interrupted and result.step >= removed["step"] + 5_000
@@ -228,6 +229,7 @@ def test_a_node_killed_hard_restarts_its_group_and_leaves_nothing_behind(cluster
     assert made[1].group_restarts == 0  # the other group's node was not touched
     assert _last(result.run_dir, "charts/worker_restarts") == 1
     assert not wait_gone(killed, timeout=30), "a process of the killed node is still running"
+    assert not new_shm_leaks(shm), "the killed node's group left shared memory behind"
     assert _seedpool_actors(cluster.address) == []
     ray.init(address=cluster.address, logging_level="WARNING")
     try:
