@@ -6,14 +6,18 @@ Each variant overrides the algorithm's CartPole defaults ("dqn": DQNConfig field
 ApexConfig fields, "model": QModelConfig fields, "run": run options) and trains once per
 seed, one after another. Per run it prints one RESULT line: the greedy evaluation of the
 final policy over 20 episodes (what the learning tests assert), the last 20 training
-episodes' mean, and the wall time. Results of the runs that chose the defaults:
-results/value_cartpole_seeds.md.
+episodes' mean, and the wall time, and appends the run's record (with the machine and
+versions) to results/value_cartpole_seeds.jsonl. The table is written from those records:
+
+    python benchmarks/value_cartpole_seeds.py table     # -> results/value_cartpole_seeds.md
 """
 import dataclasses
 import json
 import sys
 import tempfile
 import time
+
+from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table
 
 from seedpool.experiment.evaluate import evaluate_run
 from seedpool.trainers.apex import apex_defaults, train_apex
@@ -22,8 +26,13 @@ from seedpool.trainers.dqn import dqn_defaults, train_dqn
 ALGOS = {"dqn": (dqn_defaults, train_dqn), "apex": (apex_defaults, train_apex)}
 
 
-def run_one(algo: str, overrides: dict, seed: int) -> str:
-    """Train once with the defaults plus `overrides`, evaluate greedily; one RESULT line."""
+DATA = RESULTS / "value_cartpole_seeds.jsonl"
+NOTES = RESULTS / "value_cartpole_seeds.notes.md"
+OUT = RESULTS / "value_cartpole_seeds.md"
+
+
+def run_one(algo: str, overrides: dict, seed: int) -> dict:
+    """Train once with the defaults plus `overrides`, evaluate greedily; the run's record."""
     defaults, train = ALGOS[algo]
     cfg = dataclasses.replace(defaults("CartPole-v1"), runs_dir=tempfile.mkdtemp(), progress="off",
                               tensorboard=False, seed=seed)
@@ -34,17 +43,46 @@ def run_one(algo: str, overrides: dict, seed: int) -> str:
     t0 = time.time()
     result = train(cfg)
     evaluation = evaluate_run(result.run_dir, episodes=20)
-    return (f"greedy={evaluation.mean:.1f}+-{evaluation.std:.1f} train_last20={result.final_return:.1f} "
-            f"steps={result.step} time={time.time() - t0:.0f}s")
+    return {"greedy_mean": evaluation.mean, "greedy_std": evaluation.std, "train_last20": result.final_return,
+            "steps": result.step, "seconds": time.time() - t0}
+
+
+def write_table() -> None:
+    """Rewrite results/value_cartpole_seeds.md from every record and the notes file."""
+    records = read_records(DATA)
+    lines = ["# DQN / Ape-X on CartPole-v1: greedy policy at the end of the budget, per seed", ""]
+    lines += provenance(records, DATA, NOTES, "value_cartpole_seeds.py")
+    lines += ["", '"greedy" is `seedpool eval RUN --episodes 20` of the final checkpoint (what '
+              "`tests/test_learning_dqn.py` asserts, >= 475); \"train\" is the mean of the last 20 training "
+              "episodes (with exploration); - where a run did not record it. \"same\" repeats the row above's "
+              "variant.", ""]
+    rows, previous = [], None
+    for r in records:
+        variant = "same" if r["variant"] == previous else r["variant"]
+        previous = r["variant"]
+        train = "-" if r["train_last20"] is None else f"{r['train_last20']:.1f}"
+        rows.append([r["algo"], variant, str(r["seed"]), f"{r['greedy_mean']:.1f} +- {r['greedy_std']:.1f}", train])
+    lines += table(["algo", "variant", "seed", "greedy (20 episodes)", "train last 20"], rows, "llrrr")
+    lines += notes_section(NOTES)
+    OUT.write_text("\n".join(lines) + "\n")
+    print(f"wrote {OUT} from {len(records)} records")
 
 
 def main() -> None:
+    if sys.argv[1:] == ["table"]:
+        write_table()
+        return
     algo = sys.argv[1]
     variants = json.loads(sys.argv[2])
     seeds = [int(s) for s in sys.argv[3].split(",")]
     for name, overrides in variants.items():
         for seed in seeds:
-            print(f"RESULT {algo} {name} seed={seed} {run_one(algo, overrides, seed)}", flush=True)
+            record = {"algo": algo, "variant": name, "overrides": overrides, "seed": seed,
+                      **run_one(algo, overrides, seed)}
+            append_record(DATA, record)
+            print(f"RESULT {algo} {name} seed={seed} greedy={record['greedy_mean']:.1f}+-{record['greedy_std']:.1f} "
+                  f"train_last20={record['train_last20']:.1f} steps={record['steps']} "
+                  f"time={record['seconds']:.0f}s", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 import seedpool
-from conftest import TESTS_DIR, child_pids, new_shm_leaks, shm_entries, wait_gone
+from conftest import GONE_S, TESTS_DIR, child_pids, new_shm_leaks, shm_entries, wait_gone
 from envs_for_tests import CostlyCartPole, EchoEnv, GatedEnv
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
@@ -206,7 +206,7 @@ def test_a_pool_garbage_collected_without_close_leaves_nothing():
     assert pids <= child_pids() - before
     del pool
     gc.collect()
-    assert not wait_gone(pids, timeout=3.0)
+    assert not wait_gone(pids, timeout=GONE_S)
 
 
 SCRIPT = textwrap.dedent(
@@ -268,9 +268,9 @@ def wait_until_stepping(proc: subprocess.Popen, mode: str) -> None:
 def test_a_script_that_exits_without_close_leaves_no_process(tmp_path, mode):
     shm = shm_entries()
     proc, pids = start_script(tmp_path, mode)
-    _, err = proc.communicate(timeout=20)
+    _, err = proc.communicate(timeout=GONE_S)
     assert proc.returncode == (0 if mode == "exit" else 1), err
-    left = wait_gone(pids, timeout=3.0)
+    left = wait_gone(pids, timeout=GONE_S)
     kill_leftovers(left, tmp_path)
     assert not left, "workers outlived their script"
     assert not new_shm_leaks(shm)
@@ -286,19 +286,19 @@ def test_ctrl_c_while_stepping_exits_and_leaves_no_process(tmp_path):
         raise
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
     try:
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=GONE_S)
     except subprocess.TimeoutExpired:
         states = _states(pids | {proc.pid})
         os.kill(proc.pid, signal.SIGABRT)  # faulthandler prints where each thread is
         try:
-            _, err = proc.communicate(timeout=5)
+            _, err = proc.communicate(timeout=GONE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             _, err = proc.communicate()
-        kill_leftovers(wait_gone(pids, timeout=1.0), tmp_path)
-        pytest.fail(f"the script did not exit on Ctrl-C within 10 s; states {states}; its stderr:\n{err}")
+        kill_leftovers(wait_gone(pids, timeout=GONE_S), tmp_path)
+        pytest.fail(f"the script did not exit on Ctrl-C within {GONE_S:.0f} s; states {states}; its stderr:\n{err}")
     assert proc.returncode != 0 and "KeyboardInterrupt" in err, f"exit code {proc.returncode}; stderr:\n{err}"
-    left = wait_gone(pids, timeout=3.0)
+    left = wait_gone(pids, timeout=GONE_S)
     states = _states(left)
     kill_leftovers(left, tmp_path)
     assert not left, f"workers outlived their script: {states}; its stderr:\n{err}"
@@ -314,8 +314,8 @@ def test_a_parent_killed_with_sigkill_leaves_no_orphan_workers(tmp_path, mode):
         wait_until_stepping(proc, mode)
     finally:
         proc.kill()
-    proc.communicate(timeout=10)
-    left = wait_gone(pids, timeout=3.0)
+    proc.communicate(timeout=GONE_S)
+    left = wait_gone(pids, timeout=GONE_S)
     kill_leftovers(left, tmp_path)
     assert not left, "orphaned workers survived their parent"
     assert not new_shm_leaks(shm)

@@ -120,10 +120,32 @@ def _fake_run(root: Path, seed: int, scale: float) -> Path:
     return run
 
 
-def test_plot_shades_several_seeds_into_one_png(tmp_path):
+def test_plot_shades_several_seeds_into_one_png(tmp_path, monkeypatch):
+    import matplotlib.image
+    import matplotlib.pyplot as plt
+
+    closed = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (closed.append(fig), close(fig)))
     runs = [_fake_run(tmp_path, s, scale) for s, scale in ((1, 1.0), (2, 2.0))]
     out = plot_runs(runs, tmp_path / "curves.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(out)
+    assert image.shape[:2] == (400, 1100) and image.std() > 0.01  # 11 x 4 in at 100 dpi, not blank
+    # What is drawn: per axis (env steps, wall seconds) one line for the group, the mean of the
+    # two seeds' 20-episode means, shaded between the lower and the higher seed.
+    (fig,) = closed
+    ax_steps, ax_time = fig.axes
+    assert (ax_steps.get_xlabel(), ax_time.get_xlabel()) == ("env steps", "wall-clock seconds")
+    assert [t.get_text() for t in ax_steps.get_legend().get_texts()] == ["Pong-v5 ppo (2 runs)"]
+    low = smooth(np.arange(1.0, 60.0))  # seed 1 returns 1..59, seed 2 twice that
+    for ax, x in ((ax_steps, np.arange(1, 60) * 100.0), (ax_time, np.arange(1, 60) * 0.5)):
+        (line,) = ax.get_lines()
+        grid = line.get_xdata()
+        assert grid[0] == x[0] and grid[-1] == x[-1]
+        np.testing.assert_allclose(line.get_ydata(), 1.5 * np.interp(grid, x, low))
+        (band,) = ax.collections
+        ys = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+        np.testing.assert_allclose([ys.min(), ys.max()], [low[0], 2 * low[-1]])
     steps, _, values = series(runs[1] / "metrics.csv", "charts/episodic_return")
     assert len(steps) == 59 and values[-1] == 118.0
     np.testing.assert_allclose(smooth(np.array([1.0, 3.0, 5.0]), window=2), [1.0, 2.0, 4.0])

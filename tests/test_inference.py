@@ -13,6 +13,11 @@ from seedpool.inference import (
     ActOutput, DynamicBatcher, InferenceServer, Request, TrajectoryBuffers, concat_unrolls,
 )
 
+# How long a test waits for something that should happen at once (a reply, a queued unroll, a
+# thread's end): it returns as soon as it does, so a bound of tens of seconds costs nothing when
+# the code works and keeps a loaded machine from failing it.
+WAIT_S = 60.0
+
 
 def make_request(slots, obs=None, term=None, trunc=None, rew=None, restarted=None):
     slots = np.asarray(slots, dtype=np.int64)
@@ -179,7 +184,7 @@ def test_multiple_sources_get_their_own_actions_back():
                 ids = np.array([0, 1]) if t % 2 == 0 else np.array([2, 3])
                 slots = offset + ids
                 obs = np.stack([1000 * slots + t, np.zeros(2)], axis=1)
-                actions = server.submit(make_request(slots, obs=obs)).wait(timeout=5)
+                actions = server.submit(make_request(slots, obs=obs)).wait(timeout=WAIT_S)
                 assert actions.tolist() == (1000 * slots + t).tolist()
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
@@ -188,7 +193,8 @@ def test_multiple_sources_get_their_own_actions_back():
     for th in threads:
         th.start()
     for th in threads:
-        th.join(10)
+        th.join(WAIT_S)
+    assert not any(th.is_alive() for th in threads), "a source still waits for its actions"
     server.stop()
     assert not errors, errors
     hist = server.stats.histogram()
@@ -247,7 +253,7 @@ def test_policy_error_fails_waiting_actors_instead_of_hanging():
     server.start()
     reply = server.submit(make_request([0, 1]))
     with pytest.raises(RuntimeError, match="boom"):
-        reply.wait(timeout=5)
+        reply.wait(timeout=WAIT_S)
     server.stop()
     assert isinstance(server.error, FloatingPointError)
     with pytest.raises(RuntimeError, match="stopped"):
@@ -269,20 +275,20 @@ def test_unroll_queue_takes_exact_batches_in_order_and_blocks_when_full():
     q.put(take_unrolls_slice(chunks[0], 0, 3))
     q.put(take_unrolls_slice(chunks[0], 3, 5))
     assert q.depth() == 5
-    got = q.take(4, timeout=1)
+    got = q.take(4, timeout=WAIT_S)
     assert got.slots.tolist() == [0, 1, 2, 3] and got.obs.shape == (3, 4, 2)
     assert q.take(4, timeout=0.01) is None  # only one left
     q.put(chunks[0])  # 1 + 5 = 6: full now
     blocked = threading.Thread(target=q.put, args=(chunks[0],))
     blocked.start()
     # Back-pressure: the put waits on the queue's condition (not merely slow to start).
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + WAIT_S
     while not q._cond._waiters and blocked.is_alive():
         assert time.monotonic() < deadline, "put neither blocked nor finished"
         time.sleep(0.001)
     assert blocked.is_alive() and q.depth() == 6
-    assert q.take(3, timeout=1).slots.tolist() == [4, 0, 1]
-    blocked.join(1)
+    assert q.take(3, timeout=WAIT_S).slots.tolist() == [4, 0, 1]
+    blocked.join(WAIT_S)
     assert not blocked.is_alive() and q.depth() == 8
     q.close()
     with pytest.raises(QueueClosed):

@@ -20,6 +20,7 @@ from seedpool import cli
 from seedpool.distributed import ClusterError, RayConfig
 from seedpool.distributed.config import plan_groups
 from seedpool.experiment.metrics import series
+from seedpool.experiment.plot import smooth
 from seedpool.trainers import impala as trainer
 
 # Every node and the driver on loopback: read when Ray is imported, so set before any test imports it.
@@ -60,7 +61,7 @@ def _seedpool_actors(address: str) -> list[str]:
 
     ray.init(address=address, logging_level="WARNING")
     try:
-        deadline = time.monotonic() + 15  # ray.kill is asynchronous
+        deadline = time.monotonic() + 60  # ray.kill is asynchronous; a loaded machine is slow at it
         while True:
             names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
                      if a["name"].startswith("seedpool-")]
@@ -122,13 +123,19 @@ def test_group_layout_defaults_follow_the_cluster_cpus():
 
 
 @pytest.mark.slow
-def test_impala_learns_cartpole_acting_on_ray_groups_and_leaves_nothing_behind(cluster, tmp_path):
+@pytest.mark.timeout(600)  # the whole 150k budget: 141 s on 2 cores at load average 9-12 (2026-11-25)
+def test_impala_holds_475_on_cartpole_acting_on_ray_groups_and_leaves_nothing_behind(cluster, tmp_path):
     import ray
 
-    # The threshold of tests/test_learning_impala.py, within the same default budget (150k steps).
-    # One group of 16 envs, recv batches of 8: the local test's pool, on another node.
-    result = trainer.train_impala(_cfg(tmp_path, cluster, groups=1, stop_at_return=475.0))
-    assert result.final_return >= 475, f"mean of the last 20 episodes {result.final_return:.1f}"
+    # What tests/test_learning_impala.py asserts of the threaded system: the mean of the last 20
+    # episodes at the end of the whole default budget (150k steps), not the first time it got there.
+    # One group of 16 envs, recv batches of 8: the local test's pool, on another node. Seeds 1,
+    # 2 and 3 held it (2026-11-25, 73-141 s each at load average 7-12 on 2 cores).
+    result = trainer.train_impala(_cfg(tmp_path, cluster, groups=1))
+    assert result.step >= 150_000
+    _, _, values = series(result.run_dir / "metrics.csv", "charts/episodic_return")
+    best = smooth(np.asarray(values)).max()
+    assert result.final_return >= 475, f"final mean of 20 episodes {result.final_return:.1f}; best {best:.1f}"
     assert not ray.is_initialized()  # the driver's connection is closed...
     assert _seedpool_actors(cluster.address) == []  # ...every group is gone...
     ray.init(address=cluster.address, logging_level="WARNING")
@@ -138,10 +145,10 @@ def test_impala_learns_cartpole_acting_on_ray_groups_and_leaves_nothing_behind(c
         ray.shutdown()
 
 
-def test_a_removed_node_restarts_its_group_and_the_run_goes_on(cluster, tmp_path, monkeypatch):
-    """The node of one group is removed once training is under way; the group must come back
-    on the free node (its envs' partial unrolls dropped), be counted, and the run train 5,000
-    more steps, then stop as on Ctrl-C."""
+def _train_losing_a_node(cluster, tmp_path, monkeypatch, lose) -> tuple:
+    """Train with two groups; once training is under way, `lose(node)` the node of the first
+    group, and stop (as on Ctrl-C) once the run has trained 5,000 more steps with that group
+    back. Returns the run's result, the sources and {"step", "node"} of the loss."""
     from seedpool.experiment.run import Run
 
     made = []
@@ -159,7 +166,7 @@ def test_a_removed_node_restarts_its_group_and_the_run_goes_on(cluster, tmp_path
         if not removed and step > 2_000:
             node = next(n for n in cluster.worker_nodes if n.node_id == made[0].node_id)
             removed.update(step=step, node=node.node_id)
-            cluster.remove_node(node)
+            lose(node)
         elif removed and scalars["charts/dropped_steps"] > 0 and step >= removed["step"] + 5_000:
             # The restarted group has sent its first batch (its envs' cut unrolls were dropped).
             run.stop_requested = True  # what Ctrl-C does
@@ -167,10 +174,69 @@ def test_a_removed_node_restarts_its_group_and_the_run_goes_on(cluster, tmp_path
     monkeypatch.setattr(trainer, "make_sources", make_sources_and_remember)
     monkeypatch.setattr(Run, "end_update", end_update_then_remove_then_stop)
     result = trainer.train_impala(_cfg(tmp_path, cluster, total_timesteps=10_000_000))
+    return result, made, removed
+
+
+def _sigkill_node(cluster, node) -> set[int]:
+    """Kill a worker node as a crash would: SIGKILL to its raylet (which holds the object
+    store), every process under it (the actor workers) and the node's other daemons, with no
+    chance to clean up; then drop it from the cluster's list. Returns the killed pids."""
+    import psutil
+
+    started = [info.process for infos in node.all_processes.values() for info in infos]
+    raylet = psutil.Process(node.all_processes["raylet"][0].process.pid)
+    doomed = [raylet, *raylet.children(recursive=True)]  # the workers, before the raylet goes
+    doomed += [psutil.Process(p.pid) for p in started if p.pid != raylet.pid]
+    for p in doomed:  # the raylet first: it cannot start a worker behind our back
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    for p in started:  # reap the processes this test process started (no zombies)
+        p.wait(timeout=30)
+    cluster.remove_node(node, allow_graceful=False)  # bookkeeping only: nothing of it is alive
+    return {p.pid for p in doomed}
+
+
+def test_a_removed_node_restarts_its_group_and_the_run_goes_on(cluster, tmp_path, monkeypatch):
+    """The node of one group is removed once training is under way; the group must come back
+    on the free node (its envs' partial unrolls dropped), be counted, and the run train 5,000
+    more steps, then stop as on Ctrl-C."""
+    result, made, removed = _train_losing_a_node(cluster, tmp_path, monkeypatch, cluster.remove_node)
     assert result.interrupted and result.step >= removed["step"] + 5_000
     assert made[0].group_restarts == 1 and made[0].node_id != removed["node"]
     assert _last(result.run_dir, "charts/worker_restarts") == 1
     assert _seedpool_actors(cluster.address) == []
+
+
+def test_a_node_killed_hard_restarts_its_group_and_leaves_nothing_behind(cluster, tmp_path, monkeypatch):
+    """As above, but the node dies as in a crash (SIGKILL of its raylet, object store and
+    workers): Ray sees it only when its health checks fail. The group must come back on a free
+    node and the run go on; no process of the dead node may survive it."""
+    import ray
+
+    from conftest import new_shm_leaks, shm_entries, wait_gone
+
+    while len(cluster.worker_nodes) < 3:  # two groups and a free node (an earlier test removed one)
+        cluster.add_node(num_cpus=1, **NODE)
+    cluster.wait_for_nodes()
+    killed: set[int] = set()
+    shm = shm_entries()
+    result, made, removed = _train_losing_a_node(
+        cluster, tmp_path, monkeypatch, lambda node: killed.update(_sigkill_node(cluster, node)))
+    assert killed and result.interrupted and result.step >= removed["step"] + 5_000
+    assert made[0].group_restarts == 1 and made[0].node_id != removed["node"]
+    assert made[1].group_restarts == 0  # the other group's node was not touched
+    assert _last(result.run_dir, "charts/worker_restarts") == 1
+    assert not wait_gone(killed, timeout=30), "a process of the killed node is still running"
+    assert not new_shm_leaks(shm), "the killed node's group left shared memory behind"
+    assert _seedpool_actors(cluster.address) == []
+    ray.init(address=cluster.address, logging_level="WARNING")
+    try:
+        alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        assert removed["node"] not in alive and len(alive) == 1 + len(cluster.worker_nodes)
+    finally:
+        ray.shutdown()
 
 
 def test_groups_the_cluster_cannot_place_are_reported_and_acting_goes_on_without_them(cluster, capsys):

@@ -283,11 +283,16 @@ def test_ppo_trains_logs_episodes_and_evaluates(sb3, one_torch_thread, tmp_logge
         episodes = list(model.ep_info_buffer)  # what SB3's logger turns into ep_rew_mean
         assert len(episodes) >= 20
         assert all(e["r"] == e["l"] > 0 for e in episodes)  # CartPole pays 1 per step
+        first, last = np.mean([e["r"] for e in episodes[:20]]), np.mean([e["r"] for e in episodes[-20:]])
+        assert last > first, f"no learning in 2048 steps: first 20 episodes {first:.1f}, last 20 {last:.1f}"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            mean, _ = evaluate_policy(model, venv, n_eval_episodes=4)
+            returns, lengths = evaluate_policy(model, venv, n_eval_episodes=4, return_episode_rewards=True)
         assert not [w for w in caught if "Monitor" in str(w.message)]
-        assert mean > 0
+        assert returns == lengths and len(returns) == 4  # whole episodes, 1 per step, from the env's own counter
+        # A uniform random policy averages ~22 on CartPole; greedy after 2048 PPO steps was
+        # 77-161 (mean of 4 episodes) for seeds 0-2 here.
+        assert np.mean(returns) >= 50, f"greedy returns after 2048 steps: {returns}"
 
 
 def test_dqn_trains_and_stores_time_limit_truncations(sb3, one_torch_thread, tmp_logger):
@@ -299,11 +304,22 @@ def test_dqn_trains_and_stores_time_limit_truncations(sb3, one_torch_thread, tmp
         model.set_logger(tmp_logger)
         model.learn(2000)
         assert model.num_timesteps >= 2000
-        assert len(model.ep_info_buffer) > 0
+        lengths = [e["l"] for e in model.ep_info_buffer]
+        # 2 envs x 1000 steps in episodes of at most 30 steps: at least 2 x (1000 // 30) ended.
+        assert len(lengths) >= 2 * (1000 // 30) and max(lengths) <= 30, lengths
+        assert all(e["r"] == e["l"] for e in model.ep_info_buffer)  # CartPole pays 1 per step
         buf = model.replay_buffer
         stored = slice(0, buf.size())
-        assert buf.dones[stored].any()
-        assert buf.timeouts[stored].any()  # TimeLimit.truncated reached SB3's replay buffer
+        dones, timeouts = buf.dones[stored].astype(bool), buf.timeouts[stored].astype(bool)
+        # TimeLimit.truncated reached SB3's replay buffer, on exactly the steps that ended an
+        # episode at its 30th step (the replay holds every step: 2,000 < buffer_size).
+        assert timeouts.any() and not (timeouts & ~dones).any()
+        for env in range(2):
+            ends = np.flatnonzero(dones[:, env])
+            episode_lengths = np.diff(np.insert(ends, 0, -1))
+            cut = timeouts[ends, env]
+            # (A pole that falls on exactly the 30th step is a termination: none does in this seeded run.)
+            assert (episode_lengths[cut] == 30).all() and (episode_lengths[~cut] < 30).all(), episode_lengths
 
 
 def test_sac_trains_on_box_actions(sb3, one_torch_thread, tmp_logger):
