@@ -7,9 +7,12 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Union
 
 T = TypeVar("T")
+
+OptionValue = Union[bool, int, float, str]
+"""A task option's value as the command line gives it (``--env-options NAME VALUE``)."""
 
 
 @dataclass

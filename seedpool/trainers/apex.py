@@ -19,11 +19,11 @@ from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.config import OptionValue
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.replay import NStepWriter
 from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
 from seedpool.trainers.dqn import REPLAY_FILE, load_replay_file, make_replay, save_replay_file
-from seedpool.trainers.ppo import OptionValue
 
 
 @dataclass

@@ -22,10 +22,10 @@ from seedpool.experiment import (
     setup_torch,
 )
 from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.config import OptionValue
 from seedpool.models import QModelConfig, is_image_space, make_q_network
 from seedpool.replay import NStepWriter, PrioritizedReplay, UniformReplay
 from seedpool.runners.sync import run_sync
-from seedpool.trainers.ppo import OptionValue
 
 REPLAY_FILE = "replay.npz"
 

@@ -16,9 +16,9 @@ from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, rng_state, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig, make_policy
 from seedpool.runners import CentralRunConfig, CentralSystem, TrainingError, make_pools, make_sources, run_central
-from seedpool.trainers.ppo import OptionValue
 
 __all__ = ["IMPALATrainConfig", "TrainingError", "impala_defaults", "train_impala", "upgrade_config"]
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 import seedpool
 from seedpool.actors.sampler import make_sampler
@@ -13,10 +13,9 @@ from seedpool.experiment import (
     setup_torch,
 )
 from seedpool.experiment.checkpoint import resume_env_seed
+from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig, make_policy
 from seedpool.runners.sync import run_sync
-
-OptionValue = Union[bool, int, float, str]
 
 
 @dataclass
