@@ -11,7 +11,7 @@ from seedpool.algos.dqn import DQNConfig, DQNLearner, epsilon_greedy
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.replay import NStepWriter, UniformReplay
-from seedpool.trainers.dqn import make_replay
+from seedpool.replay import make_replay
 
 
 def _pool(num_envs=4):
@@ -107,8 +107,8 @@ def test_replay_learner_state_round_trip_keeps_the_pace():
 
 def test_make_replay_stores_stacked_frames_once():
     frames = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
-    assert make_replay(frames, DQNConfig(buffer_size=1000, prioritized=True), 0).frame_dedup
-    assert not make_replay(gym.spaces.Box(-1, 1, (4,), np.float32), DQNConfig(buffer_size=1000), 0).frame_dedup
+    assert make_replay(frames, gym.spaces.Discrete(6), 1000, prioritized=True, seed=0).frame_dedup
+    assert not make_replay(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2), 1000).frame_dedup
 
 
 def test_apex_runs_end_to_end_logs_returns_by_epsilon_group_and_resumes(tmp_path):

@@ -21,9 +21,8 @@ from seedpool.experiment import (
 from seedpool.experiment.checkpoint import resume_env_seed
 from seedpool.experiment.config import OptionValue
 from seedpool.models import QModelConfig, make_q_network
-from seedpool.replay import NStepWriter
+from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
 from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
-from seedpool.trainers.dqn import REPLAY_FILE, load_replay_file, make_replay, save_replay_file
 
 
 @dataclass
@@ -54,7 +53,8 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
     try:
         space = sources[0].single_observation_space
         q_net = make_q_network(space, sources[0].single_action_space, cfg.model)
-        replay = make_replay(space, cfg.dqn, cfg.seed)
+        replay = make_replay(space, sources[0].single_action_space, cfg.dqn.buffer_size,
+                             prioritized=cfg.dqn.prioritized, alpha=cfg.dqn.alpha, seed=cfg.seed)
         learner = ReplayLearner(
             DQNLearner(q_net, cfg.dqn, cfg.total_timesteps, device), replay,
             NStepWriter(replay, cfg.dqn.n_step, cfg.dqn.gamma), replay_ratio=cfg.apex.replay_ratio,
@@ -66,7 +66,7 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
             if ckpt is not None:
                 learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
                 if ckpt.get("replay_saved") and (run.dir / REPLAY_FILE).exists():
-                    load_replay_file(run.dir / REPLAY_FILE, learner)
+                    load_replay_file(run.dir / REPLAY_FILE, learner.replay)
                 set_rng_state(ckpt["rng"])
             system = CentralSystem(sources, learner, EpsilonGreedyAct(epsilons, cfg.seed, device), cfg.acting,
                                    device=device, unrolls_per_batch=cfg.apex.unrolls_per_batch,
@@ -78,7 +78,7 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
             def state(learner_state: dict) -> dict:
                 if cfg.save_replay:
                     with system.learner_thread.lock:  # no insertion while the arrays are written
-                        save_replay_file(run.dir / REPLAY_FILE, learner)
+                        save_replay_file(run.dir / REPLAY_FILE, learner.replay)
                 return {"model": learner_state.pop("model"), "learner": learner_state, "rng": rng_state(),
                         "replay_saved": cfg.save_replay}
 

@@ -9,9 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
-
 import seedpool
 from seedpool.actors.epsilon_sampler import EpsilonGreedySampler
 from seedpool.algos.dqn import DQNConfig, DQNLearner, epsilon_greedy
@@ -23,11 +20,9 @@ from seedpool.experiment import (
 )
 from seedpool.experiment.checkpoint import resume_env_seed
 from seedpool.experiment.config import OptionValue
-from seedpool.models import QModelConfig, is_image_space, make_q_network
-from seedpool.replay import NStepWriter, PrioritizedReplay, UniformReplay
+from seedpool.models import QModelConfig, make_q_network
+from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
 from seedpool.runners.sync import run_sync
-
-REPLAY_FILE = "replay.npz"
 
 
 @dataclass
@@ -53,7 +48,8 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
                          seed=cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt), **cfg.env_options)
     try:
         q_net = make_q_network(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
-        replay = make_replay(pool.single_observation_space, d, cfg.seed)
+        replay = make_replay(pool.single_observation_space, pool.single_action_space, d.buffer_size,
+                             prioritized=d.prioritized, alpha=d.alpha, seed=cfg.seed)
         learner = ReplayLearner(
             DQNLearner(q_net, d, cfg.total_timesteps, device), replay, NStepWriter(replay, d.n_step, d.gamma),
             replay_ratio=unit_ratio(d.gradient_steps, d.batch_size, steps_per_round * cfg.num_envs),
@@ -72,21 +68,10 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
     return finish_run(run, cfg.env, "dqn")
 
 
-def make_replay(obs_space: gym.Space, cfg: DQNConfig, seed: int):
-    """The replay a value-based trainer writes n-step rows into; stacked frames stored once."""
-    obs = (tuple(obs_space.shape), obs_space.dtype)
-    fields = {"obs": obs, "action": ((), np.int64), "reward": ((), np.float32),
-              "discount": ((), np.float32), "next_obs": obs}
-    dedup = is_image_space(obs_space) and obs_space.shape[0] > 1  # a stack of frames
-    if cfg.prioritized:
-        return PrioritizedReplay(cfg.buffer_size, fields, alpha=cfg.alpha, seed=seed, frame_dedup=dedup)
-    return UniformReplay(cfg.buffer_size, fields, seed=seed, frame_dedup=dedup)
-
-
 def checkpoint_state(run_dir: Path, learner: ReplayLearner, sampler, save_replay: bool) -> dict:
     """Checkpoint content (and, opted in, the replay beside it)."""
     if save_replay:
-        save_replay_file(run_dir / REPLAY_FILE, learner)
+        save_replay_file(run_dir / REPLAY_FILE, learner.replay)
     state = learner.state_dict()
     return {"model": state.pop("model"), "learner": state, "rng": rng_state(),
             "sampler": sampler.state_dict(), "replay_saved": save_replay}
@@ -96,43 +81,9 @@ def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler) -> None:
     """Load a checkpoint (and the saved replay, if any) into freshly built objects."""
     learner.load_state_dict(ckpt["learner"] | {"model": ckpt["model"]})
     if ckpt.get("replay_saved") and (run_dir / REPLAY_FILE).exists():
-        load_replay_file(run_dir / REPLAY_FILE, learner)
+        load_replay_file(run_dir / REPLAY_FILE, learner.replay)
     sampler.load_state_dict(ckpt["sampler"])
     set_rng_state(ckpt["rng"])
-
-
-def save_replay_file(path: Path, learner: ReplayLearner) -> None:
-    """The replay's arrays, written atomically (temporary file, then rename)."""
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **_flat(learner.replay.state_dict()))
-    tmp.replace(path)
-
-
-def load_replay_file(path: Path, learner: ReplayLearner) -> None:
-    """Refill the replay from `save_replay_file`'s file."""
-    with np.load(path, allow_pickle=False) as data:
-        learner.replay.load_state_dict(_nest({k: data[k] for k in data.files}))
-
-
-def _flat(state: dict, prefix: str = "") -> dict[str, np.ndarray]:
-    out = {}
-    for k, v in state.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}/"))
-        else:
-            out[f"{prefix}{k}"] = np.asarray(v)
-    return out
-
-
-def _nest(flat: dict[str, np.ndarray]) -> dict:
-    out: dict = {}
-    for key, v in flat.items():
-        *parents, leaf = key.split("/")
-        node = out
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = v[()] if v.ndim == 0 else v
-    return out
 
 
 def dqn_defaults(env_id: str) -> DQNTrainConfig:
