@@ -11,7 +11,7 @@ from pathlib import Path
 
 import seedpool
 from seedpool.actors.epsilon_sampler import EpsilonGreedySampler
-from seedpool.algos.dqn import DQNConfig, DQNLearner, epsilon_greedy
+from seedpool.algos.dqn import RENAMED_OPTIONS, DQNConfig, DQNLearner, epsilon_greedy, exploration_epsilon
 from seedpool.algos.replay_learner import ReplayLearner, unit_ratio
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
@@ -19,7 +19,7 @@ from seedpool.experiment import (
     setup_torch,
 )
 from seedpool.experiment.checkpoint import resume_env_seed
-from seedpool.experiment.config import OptionValue
+from seedpool.experiment.config import OptionValue, upgrade_options
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
 from seedpool.runners.sync import run_sync
@@ -52,11 +52,12 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
                              prioritized=d.prioritized, alpha=d.alpha, seed=cfg.seed)
         learner = ReplayLearner(
             DQNLearner(q_net, d, cfg.total_timesteps, device), replay, NStepWriter(replay, d.n_step, d.gamma),
-            replay_ratio=unit_ratio(d.gradient_steps, d.batch_size, steps_per_round * cfg.num_envs),
-            batch_size=d.batch_size, learning_starts=d.learning_starts, total_steps=cfg.total_timesteps)
+            replay_ratio=unit_ratio(d.gradient_steps, d.minibatch_size, steps_per_round * cfg.num_envs),
+            minibatch_size=d.minibatch_size, learning_starts=d.learning_starts, total_steps=cfg.total_timesteps,
+            beta0=d.beta0)
         with Run.open(cfg, "dqn", cfg, ckpt) as run:
             sampler = EpsilonGreedySampler(
-                pool, q_net, steps_per_round, lambda step: learner.learner.epsilon(step / cfg.total_timesteps),
+                pool, q_net, steps_per_round, lambda step: exploration_epsilon(d, step / cfg.total_timesteps),
                 epsilon_greedy, device, run.timer, seed=cfg.seed)
             run.note(f"{pool!r}, {type(replay).__name__}({d.buffer_size:,}), Q network on {device}")
             if ckpt is not None:
@@ -89,7 +90,7 @@ def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler) -> None:
 def dqn_defaults(env_id: str) -> DQNTrainConfig:
     """Well-known settings: rl-zoo3's tuned CartPole DQN, the Nature/Ape-X-era Atari, MinAtar's DQN."""
     if is_atari(env_id):
-        dqn = DQNConfig(learning_rate=1e-4, buffer_size=100_000, learning_starts=80_000, batch_size=32,
+        dqn = DQNConfig(learning_rate=1e-4, buffer_size=100_000, learning_starts=80_000, minibatch_size=32,
                         train_frequency=4, target_network_frequency=1000, exploration_fraction=0.1,
                         exploration_final_eps=0.01, double_q=True, n_step=3, prioritized=True)
         return DQNTrainConfig(env=env_id, num_envs=4, total_timesteps=10_000_000, dqn=dqn,
@@ -97,7 +98,7 @@ def dqn_defaults(env_id: str) -> DQNTrainConfig:
     if env_id.startswith("MinAtar/"):
         # The MinAtar paper's DQN: replay 100k, batch 32, RMSProp lr 2.5e-4 (Adam here), target
         # every 1000 updates, epsilon 1 -> 0.1 over the first 100k frames of 5M.
-        dqn = DQNConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, batch_size=32,
+        dqn = DQNConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, minibatch_size=32,
                         train_frequency=1, target_network_frequency=1000, exploration_fraction=0.02,
                         exploration_final_eps=0.1)
         return DQNTrainConfig(env=env_id, num_envs=1, total_timesteps=5_000_000, dqn=dqn)
@@ -107,7 +108,17 @@ def dqn_defaults(env_id: str) -> DQNTrainConfig:
     # seeds 1-3 here; double Q, 3-step returns and a learning rate annealed to 0 steady it
     # (benchmarks/results/value_cartpole_seeds.md).
     dqn = DQNConfig(learning_rate=2.3e-3, anneal_lr=True, buffer_size=100_000, learning_starts=1_000,
-                    batch_size=64, train_frequency=256, gradient_steps=128, target_network_frequency=128,
+                    minibatch_size=64, train_frequency=256, gradient_steps=128, target_network_frequency=128,
                     gamma=0.99, exploration_fraction=0.16, exploration_final_eps=0.04, double_q=True, n_step=3)
     return DQNTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, dqn=dqn,
                           model=QModelConfig(hidden_sizes=(256, 256)))
+
+
+RENAMED = {("dqn", old): new for old, new in RENAMED_OPTIONS.items()}
+"""Old option names of `seedpool train dqn` -> today's: still accepted on the command line and in
+a resumed run's config.json, with a deprecation line."""
+
+
+def upgrade_config(data: dict) -> dict:
+    """A config dict of an older DQN run folder in today's option names."""
+    return upgrade_options(data, RENAMED)
