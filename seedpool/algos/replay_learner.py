@@ -75,7 +75,7 @@ class ReplayLearner:
 
     @property
     def model(self):
-        """The online Q network (what acting uses)."""
+        """The learner's network (what acting uses: the online Q network for DQN)."""
         return self.learner.model
 
     @property
