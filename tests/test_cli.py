@@ -167,6 +167,20 @@ def test_value_based_help_lists_only_options_that_act(capsys, monkeypatch):
     assert all(option in dqn for option in DQN_ONLY)
     assert not [option for option in DQN_ONLY if option in apex]
     assert "--apex.replay-ratio" in apex and "--apex.epsilon" in apex
+    # PPO's exact-resume action log: no other trainer has one.
+    assert "--replay-limit" in _help("ppo", capsys)
+    assert not [text for text in (apex, dqn, _help("impala", capsys)) if "--replay-limit" in text]
+
+
+@pytest.mark.parametrize("algo", ["ppo", "impala", "dqn", "apex"])
+def test_run_folders_of_every_trainer_written_before_still_load_their_config(algo, tmp_path):
+    from seedpool.cli import train_config
+
+    run = shutil.copytree(FIXTURES / algo, tmp_path / algo)
+    old = json.loads((run / "config.json").read_text())["config"]
+    cfg = train_config(algo, ["--resume", str(run)])
+    assert (cfg.seed, cfg.total_timesteps, cfg.model.hidden_sizes) == (old["seed"], old["total_timesteps"], (8, 8))
+    assert hasattr(cfg, "replay_limit") == (algo == "ppo")
 
 
 @pytest.mark.parametrize("spelling", [["--dqn.batch-size", "17"], ["--dqn.batch_size=17"]])

@@ -19,7 +19,7 @@ OptionValue = Union[bool, int, float, str]
 
 @dataclass
 class RunConfig:
-    """Options of a training run that do not depend on the algorithm."""
+    """Options of a training run that do not depend on the algorithm (each acts in every trainer)."""
 
     env: str = "CartPole-v1"
     """Task id: a seedpool id (e.g. Pong-v5) or any gymnasium id."""
@@ -47,8 +47,6 @@ class RunConfig:
     """Seconds between progress log lines (when not drawing a live bar)."""
     tensorboard: bool = True
     """Also write TensorBoard event files next to metrics.csv."""
-    replay_limit: int = 2_000_000
-    """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -107,7 +105,8 @@ def deprecated(message: str) -> None:
 
 def upgrade_options(data: dict[str, Any], renamed: Renames, dropped: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
     """A run folder's config dict in today's option names (one deprecation line per old name found);
-    ``dropped`` options (``(section, name)``: they never acted) are removed. ``data`` is not changed."""
+    ``dropped`` options (``(section, name)``, section "" for a top-level option: they never acted
+    in this trainer) are removed. ``data`` is not changed."""
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
     for (section, old), new in renamed.items():
         options = data.get(section)
@@ -118,7 +117,9 @@ def upgrade_options(data: dict[str, Any], renamed: Renames, dropped: Iterable[tu
             options[new] = options.pop(old)
             deprecated(f"{section}.{old} in the run's config.json is now {section}.{new}; read as such")
     for section, name in dropped:
-        if isinstance(data.get(section), dict):
+        if not section:
+            data.pop(name, None)
+        elif isinstance(data.get(section), dict):
             data[section].pop(name, None)
     return data
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .frames import FrameStorage
 from .samplers import PrioritizedSampler, UniformSampler, as_update
-from .storage import RingStorage, coerce_batch, flatten_values, nest_values, parse_fields
+from .storage import SEP, RingStorage, coerce_batch, flatten_values, nest_values, parse_fields
 
 FORMAT = "seedpool.replay/1"
 
@@ -29,6 +29,7 @@ class _Replay:
                 raise ValueError("frame_capacity and reuse_window only apply with frame_dedup=True")
             self.storage = RingStorage(capacity, specs)
         self.fields = specs
+        self._nested = any(SEP in name for name in specs)  # a Dict observation: sample() nests its keys
         self.frame_dedup = bool(frame_dedup)
         self._sampler = sampler
 
@@ -101,7 +102,9 @@ class _Replay:
         if not beta >= 0:
             raise ValueError(f"beta must be >= 0, got {beta}")
         indices, weights = self._sampler.draw(int(n), float(beta), self.storage)
-        out = nest_values(self.storage.gather(indices))
+        out = self.storage.gather(indices)
+        if self._nested:
+            out = nest_values(out)
         out["weights"] = weights
         out["indices"] = indices
         return out

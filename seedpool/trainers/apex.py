@@ -129,6 +129,7 @@ def upgrade_config(data: dict) -> dict:
     """A config dict of an older Ape-X run folder in today's option names.
 
     Such folders also list DQN's epsilon schedule, train_frequency and gradient_steps, which
-    never acted in Ape-X (exploration is per env, pacing is --apex.replay-ratio): they are dropped.
+    never acted in Ape-X (exploration is per env, pacing is --apex.replay-ratio), and PPO's
+    replay_limit: they are dropped.
     """
-    return upgrade_options(data, RENAMED, dropped=[("dqn", name) for name in _DQN_ONLY])
+    return upgrade_options(data, RENAMED, dropped=[("dqn", name) for name in _DQN_ONLY] + [("", "replay_limit")])

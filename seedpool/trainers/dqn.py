@@ -121,4 +121,4 @@ a resumed run's config.json, with a deprecation line."""
 
 def upgrade_config(data: dict) -> dict:
     """A config dict of an older DQN run folder in today's option names."""
-    return upgrade_options(data, RENAMED)
+    return upgrade_options(data, RENAMED, dropped=[("", "replay_limit")])  # PPO's: it never acted here

@@ -106,6 +106,7 @@ def upgrade_config(data: dict) -> dict:
         section = "acting" if section == "seed_rl" else section
         if old in data.get(section, {}):
             data[section][new] = data[section].pop(old)
+    data.pop("replay_limit", None)  # PPO's exact-resume option: it never acted here
     if data.get("impala", {}).pop("clip_rewards", False):
         data["env_options"] = {**data.get("env_options", {}), "reward_clip": True}
     return data

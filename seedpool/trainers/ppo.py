@@ -28,6 +28,8 @@ class PPOTrainConfig(RunConfig):
     """Rollout loop: "sync" steps all envs in lockstep; "double" alternates two halves (async engine)."""
     env_options: dict[str, OptionValue] = field(default_factory=dict)
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
+    replay_limit: int = 2_000_000
+    """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
 
 
 def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
