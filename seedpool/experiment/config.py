@@ -6,9 +6,9 @@ import json
 import sys
 import types
 import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar, Union
 
 T = TypeVar("T")
