@@ -40,6 +40,7 @@ class Trainer(NamedTuple):
     defaults: str  # env_id -> config instance with that env's well-known settings
     train: str  # config -> RunResult
     upgrade: str | None = None  # config dict of an older run folder -> today's option names
+    renamed: str | None = None  # {(section, old name): new name}: old spellings still accepted on the command line
 
 
 TRAINERS: dict[str, Trainer] = {
@@ -48,9 +49,11 @@ TRAINERS: dict[str, Trainer] = {
     "impala": Trainer("seedpool.trainers.impala:IMPALATrainConfig", "seedpool.trainers.impala:impala_defaults",
                       "seedpool.trainers.impala:train_impala", "seedpool.trainers.impala:upgrade_config"),
     "dqn": Trainer("seedpool.trainers.dqn:DQNTrainConfig", "seedpool.trainers.dqn:dqn_defaults",
-                   "seedpool.trainers.dqn:train_dqn"),
+                   "seedpool.trainers.dqn:train_dqn", "seedpool.trainers.dqn:upgrade_config",
+                   "seedpool.trainers.dqn:RENAMED"),
     "apex": Trainer("seedpool.trainers.apex:ApexTrainConfig", "seedpool.trainers.apex:apex_defaults",
-                    "seedpool.trainers.apex:train_apex"),
+                    "seedpool.trainers.apex:train_apex", "seedpool.trainers.apex:upgrade_config",
+                    "seedpool.trainers.apex:RENAMED"),
 }
 
 EXIT_BAD_INPUT = 2
@@ -80,11 +83,14 @@ def _option(argv: list[str], name: str) -> str | None:
 def train_config(algo: str, argv: list[str]) -> Any:
     """Parse ``seedpool train ALGO`` options on top of the env's (or the resumed run's) defaults."""
     from seedpool.experiment import config_from_dict, read_run_config
+    from seedpool.experiment.config import upgrade_argv
 
     if algo not in TRAINERS:
         raise UsageError(f"unknown algorithm {algo!r}; available: {', '.join(TRAINERS)}")
     entry = TRAINERS[algo]
     cls = _load(entry.config)
+    if entry.renamed is not None:
+        argv = upgrade_argv(argv, _load(entry.renamed))
     resume = _option(argv, "--resume")
     if resume is not None:
         run_algo, data = read_run_config(Path(resume))

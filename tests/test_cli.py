@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -144,3 +145,67 @@ def test_bench_is_reached_through_the_cli(capsys):
         main(["bench", "--help"])
     assert exc.value.code == 0
     assert "seedpool bench" in capsys.readouterr().out
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints_v1"
+DQN_ONLY = ["--dqn.exploration-fraction", "--dqn.exploration-initial-eps", "--dqn.exploration-final-eps",
+            "--dqn.train-frequency", "--dqn.gradient-steps"]
+
+
+def _help(algo: str, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", algo, "--env", "CartPole-v1", "--help"])
+    assert exit_.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_value_based_help_lists_only_options_that_act(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # no option name wrapped across lines
+    apex, dqn = _help("apex", capsys), _help("dqn", capsys)
+    for text in (apex, dqn):
+        assert "--dqn.minibatch-size" in text and "--dqn.batch-size" not in text
+    assert all(option in dqn for option in DQN_ONLY)
+    assert not [option for option in DQN_ONLY if option in apex]
+    assert "--apex.replay-ratio" in apex and "--apex.epsilon" in apex
+    # PPO's exact-resume action log: no other trainer has one.
+    assert "--replay-limit" in _help("ppo", capsys)
+    assert not [text for text in (apex, dqn, _help("impala", capsys)) if "--replay-limit" in text]
+
+
+@pytest.mark.parametrize("algo", ["ppo", "impala", "dqn", "apex"])
+def test_run_folders_of_every_trainer_written_before_still_load_their_config(algo, tmp_path):
+    from seedpool.cli import train_config
+
+    run = shutil.copytree(FIXTURES / algo, tmp_path / algo)
+    old = json.loads((run / "config.json").read_text())["config"]
+    cfg = train_config(algo, ["--resume", str(run)])
+    assert (cfg.seed, cfg.total_timesteps, cfg.model.hidden_sizes) == (old["seed"], old["total_timesteps"], (8, 8))
+    assert hasattr(cfg, "replay_limit") == (algo == "ppo")
+
+
+@pytest.mark.parametrize("spelling", [["--dqn.batch-size", "17"], ["--dqn.batch_size=17"]])
+@pytest.mark.parametrize("algo", ["dqn", "apex"])
+def test_the_old_minibatch_option_is_read_with_one_deprecation_line(algo, spelling, capsys):
+    from seedpool.cli import train_config
+
+    cfg = train_config(algo, ["--env", "CartPole-v1", *spelling])
+    assert cfg.dqn.minibatch_size == 17
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"seedpool: deprecated: {spelling[0].split('=')[0]} is now --dqn.minibatch-size; read as such"]
+
+
+@pytest.mark.parametrize("algo", ["dqn", "apex"])
+def test_old_value_based_run_folders_still_load_their_config(algo, tmp_path, capsys):
+    from seedpool.cli import train_config
+
+    run = tmp_path / algo
+    shutil.copytree(FIXTURES / algo, run)
+    old = json.loads((run / "config.json").read_text())["config"]["dqn"]
+    cfg = train_config(algo, ["--resume", str(run)])
+    assert cfg.dqn.minibatch_size == old["batch_size"] == 64
+    assert (cfg.dqn.buffer_size, cfg.dqn.learning_starts, cfg.model.hidden_sizes) == (4096, 256, (8, 8))
+    # Ape-X's copy of DQN's epsilon schedule and pacing never acted: they are gone, not carried.
+    assert hasattr(cfg.dqn, "train_frequency") == (algo == "dqn")
+    if algo == "dqn":
+        assert (cfg.dqn.train_frequency, cfg.dqn.gradient_steps) == (old["train_frequency"], old["gradient_steps"])
+    assert "deprecated: dqn.batch_size in the run's config.json is now dqn.minibatch_size" in capsys.readouterr().err

@@ -137,6 +137,8 @@ def test_options_named_in_the_docs_exist():
     known = {"--dry-run"} | OTHER_PROGRAMS_FLAGS
     for entry in TRAINERS.values():
         known |= _options_of(_load(entry.config), _load(entry.defaults)("CartPole-v1"))
+        if entry.renamed is not None:  # old spellings the command line still takes (with a deprecation line)
+            known |= {f"--{section}.{old.replace('_', '-')}" for section, old in _load(entry.renamed)}
     for cls in (EvalArgs, PlotArgs, seedpool.bench.BenchArgs):
         known |= _options_of(cls)
     stale = []

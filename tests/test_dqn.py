@@ -12,6 +12,7 @@ from seedpool.algos.dqn import (
     apex_epsilons,
     dqn_loss,
     epsilon_greedy,
+    exploration_epsilon,
     linear_schedule,
     td_targets,
 )
@@ -83,10 +84,9 @@ def test_priorities_are_abs_td_errors_before_the_step(double_q):
              "next_obs": NEXT.numpy(), "weights": np.ones(3, np.float32), "indices": np.array([7, 3, 9])}
     q_taken = np.array([1 + 2, 3 * 2, 0.5])  # W_ONLINE[a] . obs
     target = [5.5, -2 + 0.81 * 7, 0.5] if not double_q else [1.0, -2 + 0.81, 0.5]
-    metrics = learner.update(batch)
-    np.testing.assert_allclose(learner.last_priorities, np.abs(q_taken - np.array(target)), rtol=1e-6)
-    assert learner.last_priorities.dtype == np.float32
-    np.testing.assert_array_equal(learner.last_indices, [7, 3, 9])
+    metrics, priorities = learner.update(batch)
+    np.testing.assert_allclose(priorities, np.abs(q_taken - np.array(target)), rtol=1e-6)
+    assert priorities.dtype == np.float32 and priorities.shape == (3,)
     assert metrics["losses/q_values"] == pytest.approx(q_taken.mean())
     assert set(metrics) >= {"losses/td_loss", "losses/q_values", "losses/grad_norm"}
 
@@ -140,10 +140,10 @@ def test_terminated_rows_do_not_bootstrap_whatever_their_next_obs():
     batch["next_obs"][0] = np.nan  # a replay may leave anything after a terminal step
     batch["next_obs"][1] = 1e6
     learner = _learner()
-    learner.update(batch)
+    priorities = learner.update(batch).priorities
     q = (batch["obs"] @ np.array(W_ONLINE, np.float32).T)[np.arange(3), batch["action"]]
-    np.testing.assert_allclose(learner.last_priorities[:2], np.abs(q - batch["reward"])[:2], rtol=1e-5)
-    assert learner.last_priorities[2] != pytest.approx(abs(q[2] - batch["reward"][2]))  # row 2 bootstraps
+    np.testing.assert_allclose(priorities[:2], np.abs(q - batch["reward"])[:2], rtol=1e-5)
+    assert priorities[2] != pytest.approx(abs(q[2] - batch["reward"][2]))  # row 2 bootstraps
 
 
 def test_non_finite_loss_raises_before_touching_parameters():
@@ -175,16 +175,13 @@ def test_state_dict_round_trip_includes_the_target_network():
     assert torch.equal(b.params, b.target_params)
 
 
-def test_linear_schedule_and_the_learners_epsilon_and_beta():
+def test_linear_schedule_and_dqns_epsilon():
     assert [linear_schedule(1.0, 0.05, 0.1, p) for p in (0.0, 0.05, 0.1, 0.7)] == pytest.approx(
         [1.0, 0.525, 0.05, 0.05])
     assert linear_schedule(1.0, 0.05, 0.0, 0.0) == 0.05
-    learner = _learner(exploration_fraction=0.5, exploration_initial_eps=1.0, exploration_final_eps=0.1,
-                       beta0=0.4)
-    assert learner.epsilon(0.25) == pytest.approx(0.55)
-    assert learner.beta() == pytest.approx(0.4)
-    learner.update(_batch(), env_steps=500)  # half of total_steps=1000
-    assert learner.beta() == pytest.approx(0.7) and learner.beta(1.0) == pytest.approx(1.0)
+    cfg = DQNConfig(exploration_fraction=0.5, exploration_initial_eps=1.0, exploration_final_eps=0.1)
+    assert exploration_epsilon(cfg, 0.25) == pytest.approx(0.55)
+    assert exploration_epsilon(cfg, 0.9) == pytest.approx(0.1)
 
 
 def test_apex_epsilons():

@@ -125,7 +125,8 @@ def test_clipping_scales_the_gradient_to_max_norm_and_reports_the_norm_before():
 def test_every_learner_reports_its_profile():
     for kind, (make, batch, _, _) in KINDS.items():
         learner = make()
-        metrics = learner.update(batch(learner, 0))
+        out = learner.update(batch(learner, 0))
+        metrics = out.metrics if kind == "dqn" else out  # a MinibatchLearner returns a ReplayUpdate
         assert metrics["charts/gradient_steps"] == learner.gradient.steps > 0, kind
         assert metrics["time/learner_backward"] >= 0.0 and metrics["time/learner_optimizer"] > 0.0, kind
 

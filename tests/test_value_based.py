@@ -8,10 +8,10 @@ import seedpool
 from seedpool.actors.epsilon_sampler import EpsilonGreedySampler
 from seedpool.algos.apex import ApexConfig, EpsilonGreedyAct, epsilon_group_names, slot_epsilons
 from seedpool.algos.dqn import DQNConfig, DQNLearner, epsilon_greedy
-from seedpool.algos.replay_learner import ReplayLearner
+from seedpool.algos.replay_learner import ReplayLearner, ReplayUpdate
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.replay import NStepWriter, UniformReplay
-from seedpool.trainers.dqn import make_replay
+from seedpool.replay import make_replay
 
 
 def _pool(num_envs=4):
@@ -63,14 +63,15 @@ def test_apex_epsilons_and_their_groups():
     assert len(set(names)) == 4 and names[0] == names[1] != names[2]
 
 
-def _replay_learner(pool, ratio, learning_starts=64, batch_size=16):
+def _replay_learner(pool, ratio, learning_starts=64, minibatch_size=16, beta0=0.4):
     q_net = _q_net(pool)
     replay = UniformReplay(10_000, {"obs": ((4,), np.float32), "action": ((), np.int64),
                                     "reward": ((), np.float32), "discount": ((), np.float32),
                                     "next_obs": ((4,), np.float32)}, seed=0)
-    learner = DQNLearner(q_net, DQNConfig(learning_starts=learning_starts, batch_size=batch_size), 10_000)
+    learner = DQNLearner(q_net, DQNConfig(learning_starts=learning_starts, minibatch_size=minibatch_size), 10_000)
     return q_net, ReplayLearner(learner, replay, NStepWriter(replay, 3, 0.99), replay_ratio=ratio,
-                                batch_size=batch_size, learning_starts=learning_starts, total_steps=10_000)
+                                minibatch_size=minibatch_size, learning_starts=learning_starts, total_steps=10_000,
+                                beta0=beta0)
 
 
 def test_replay_learner_learns_at_the_replay_ratio_once_the_replay_holds_learning_starts():
@@ -105,10 +106,51 @@ def test_replay_learner_state_round_trip_keeps_the_pace():
             torch.testing.assert_close(a, b)
 
 
+class _FixedPriorityLearner:
+    """A `MinibatchLearner` that is not DQN: learns nothing, gives every row the same priority (or None)."""
+
+    def __init__(self, priority):
+        self.model, self.version, self.priority, self.batches = torch.nn.Linear(4, 2), 0, priority, []
+
+    def update(self, batch, env_steps=0):
+        self.version += 1
+        self.batches.append(batch)
+        rows = len(batch["indices"])
+        return ReplayUpdate({"losses/none": 0.0}, None if self.priority is None else np.full(rows, self.priority))
+
+    def state_dict(self):
+        return {"version": self.version}
+
+    def load_state_dict(self, state):
+        self.version = state["version"]
+
+
+@pytest.mark.parametrize("priority", [5.0, None])
+def test_replay_learner_drives_any_minibatch_learner_anneals_beta_and_sets_its_priorities(priority):
+    with _pool() as pool:
+        replay = make_replay(pool.single_observation_space, pool.single_action_space, 1000, prioritized=True, seed=0)
+        betas = []
+        sample = replay.sample
+        replay.sample = lambda n, beta: (betas.append(beta), sample(n, beta=beta))[1]
+        learner = _FixedPriorityLearner(priority)
+        rl = ReplayLearner(learner, replay, NStepWriter(replay, 1, 0.99), replay_ratio=1.0, minibatch_size=8,
+                           learning_starts=8, total_steps=400, beta0=0.2)
+        sampler = EpsilonGreedySampler(pool, _q_net(pool), 5, lambda step: 1.0, epsilon_greedy, seed=0)
+        while rl.env_steps < 400:
+            rl.update(sampler.collect()[0])
+        assert learner.version == rl.gradient_steps > 30 and all(len(b["indices"]) == 8 for b in learner.batches)
+        # beta0 at the start, linear in the env steps inserted, 1 at the end of the run.
+        assert betas[0] < 0.3 and betas == sorted(betas) and rl.beta() == pytest.approx(1.0)
+        assert rl.beta() == pytest.approx(0.2 + 0.8 * rl.progress)
+        stored = replay.priorities(learner.batches[-1]["indices"])
+        expected = 1.0 if priority is None else (priority + 1e-6) ** 0.6  # None leaves new rows' max priority
+        np.testing.assert_allclose(stored, expected, rtol=1e-6)
+
+
 def test_make_replay_stores_stacked_frames_once():
     frames = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
-    assert make_replay(frames, DQNConfig(buffer_size=1000, prioritized=True), 0).frame_dedup
-    assert not make_replay(gym.spaces.Box(-1, 1, (4,), np.float32), DQNConfig(buffer_size=1000), 0).frame_dedup
+    assert make_replay(frames, gym.spaces.Discrete(6), 1000, prioritized=True, seed=0).frame_dedup
+    assert not make_replay(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2), 1000).frame_dedup
 
 
 def test_apex_runs_end_to_end_logs_returns_by_epsilon_group_and_resumes(tmp_path):

@@ -24,7 +24,7 @@ AUX_SIZE = 2
 
 @dataclass
 class ApexConfig:
-    """Ape-X's acting and pacing (the Q-learning itself is configured by DQNConfig)."""
+    """Ape-X's acting and pacing (the Q-learning itself is configured by QLearningConfig)."""
 
     epsilon: float = 0.4
     """Base epsilon of the per-env exploration rates eps^(1 + epsilon_alpha * i / (N - 1))."""

@@ -7,8 +7,8 @@ transition per row (the n-step return and its discount are the replay's work)::
 
     batch = {"obs": [n, ...], "action": [n], "reward": [n], "discount": [n],
              "next_obs": [n, ...], "weights": [n], "indices": [n]}
-    metrics = learner.update(batch, env_steps=k)
-    rb.update_priorities(learner.last_indices, learner.last_priorities)
+    metrics, priorities = learner.update(batch, env_steps=k)   # a ReplayUpdate
+    rb.update_priorities(batch["indices"], priorities)
 
 ``reward`` is ``sum_{i<m} gamma^i r_{t+i}``, ``discount`` is ``gamma^m`` (0 where the
 episode terminated within the m steps) and ``next_obs`` is the observation m steps on; the
@@ -28,13 +28,14 @@ from torch import nn
 
 from seedpool.algos.gradient import Precision
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
+from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.models.flat import flatten_parameters
 from seedpool.models.q import QNetwork
 
 
 @dataclass
-class DQNConfig:
-    """DQN / Ape-X hyperparameters (names and defaults as Stable-Baselines3's DQN where it has them)."""
+class QLearningConfig:
+    """Q-learning and its replay: what DQN and Ape-X share (names and defaults as Stable-Baselines3's DQN where it has them)."""
 
     learning_rate: float = 1e-4
     """Adam learning rate."""
@@ -48,24 +49,15 @@ class DQNConfig:
     """Replay capacity in transitions."""
     learning_starts: int = 100
     """Env steps collected before the first update."""
-    batch_size: int = 32
-    """Minibatch size: transitions per gradient step (not the engine's recv batch)."""
-    train_frequency: int = 4
-    """Env steps (per env) between rounds of gradient steps."""
-    gradient_steps: int = 1
-    """Gradient steps (learner updates) per round."""
+    minibatch_size: int = 32
+    """Transitions sampled from the replay per gradient step (SB3 and CleanRL call it batch_size;
+    here batch_size is only the engine's recv batch)."""
     target_network_frequency: int = 2500
     """Learner updates (gradient steps, not env steps) between target-network updates, as the
     Nature and Ape-X papers count. SB3 and CleanRL count env steps: their 10000 at
     train_frequency 4 with one env is 2500 here."""
     tau: float = 1.0
     """Target update rate: target <- tau * online + (1 - tau) * target; 1.0 is a hard copy."""
-    exploration_fraction: float = 0.1
-    """Share of the run over which epsilon falls from its initial to its final value."""
-    exploration_initial_eps: float = 1.0
-    """Epsilon of epsilon-greedy acting at the start of the run."""
-    exploration_final_eps: float = 0.05
-    """Epsilon after the exploration fraction of the run."""
     double_q: bool = False
     """Double DQN: the online network picks the next action, the target network values it."""
     n_step: int = 1
@@ -75,11 +67,31 @@ class DQNConfig:
     alpha: float = 0.6
     """Priority exponent (0: uniform sampling)."""
     beta0: float = 0.4
-    """IS-weight exponent at the start; annealed linearly to 1 over the run (`DQNLearner.beta`)."""
+    """IS-weight exponent at the start; annealed linearly to 1 over the run (`ReplayLearner.beta`)."""
     max_grad_norm: float = 10.0
     """Clip the global gradient norm to this value."""
     loss: Literal["huber", "mse"] = "huber"
     """TD loss per row: Huber (smooth L1, delta 1) or squared error."""
+
+
+@dataclass
+class DQNConfig(QLearningConfig):
+    """DQN's hyperparameters: Q-learning and its replay, plus one epsilon schedule and the sync loop's pacing."""
+
+    train_frequency: int = 4
+    """Env steps (per env) between rounds of gradient steps."""
+    gradient_steps: int = 1
+    """Gradient steps (learner updates) per round."""
+    exploration_fraction: float = 0.1
+    """Share of the run over which epsilon falls from its initial to its final value."""
+    exploration_initial_eps: float = 1.0
+    """Epsilon of epsilon-greedy acting at the start of the run."""
+    exploration_final_eps: float = 0.05
+    """Epsilon after the exploration fraction of the run."""
+
+
+RENAMED_OPTIONS = {"batch_size": "minibatch_size"}
+"""Old names of `QLearningConfig` options -> today's (still accepted, with a deprecation line)."""
 
 
 def linear_schedule(start: float, end: float, fraction: float, progress: float) -> float:
@@ -87,6 +99,12 @@ def linear_schedule(start: float, end: float, fraction: float, progress: float) 
     if fraction <= 0.0:
         return end
     return start + (end - start) * min(max(progress, 0.0) / fraction, 1.0)
+
+
+def exploration_epsilon(cfg: DQNConfig, progress: float) -> float:
+    """DQN's epsilon of epsilon-greedy acting at this fraction of the run."""
+    return linear_schedule(cfg.exploration_initial_eps, cfg.exploration_final_eps, cfg.exploration_fraction,
+                           progress)
 
 
 def apex_epsilons(num_actors: int, eps: float = 0.4, alpha: float = 7.0) -> np.ndarray:
@@ -153,14 +171,14 @@ def _tensors(batch: Mapping[str, Any], device: torch.device) -> dict[str, torch.
 
 
 class DQNLearner(GradientLearner):
-    """DQN as a `Learner`: ``update(batch)`` is one gradient step on one replay minibatch.
+    """DQN as a `MinibatchLearner`: ``update(batch)`` is one gradient step on one replay minibatch.
 
-    After each update, ``last_priorities`` (float32 numpy ``[n]``, the |TD errors| before the
-    step) and ``last_indices`` (the batch's ``indices``, as given) are ready for
-    ``rb.update_priorities``; the replay adds its own epsilon and exponent alpha.
+    It returns a `ReplayUpdate`: the metrics and the rows' |TD errors| before the step
+    (float32 numpy ``[n]``) as their new priorities; the replay adds its own epsilon and
+    exponent alpha.
     """
 
-    def __init__(self, model: QNetwork, cfg: DQNConfig, total_steps: int | None = None,
+    def __init__(self, model: QNetwork, cfg: QLearningConfig, total_steps: int | None = None,
                  device: str | torch.device = "cpu", precision: Precision = "fp32") -> None:
         if not 0.0 < cfg.tau <= 1.0 or cfg.target_network_frequency < 1:
             raise ValueError(f"need 0 < tau <= 1 and target_network_frequency >= 1, got tau={cfg.tau}, "
@@ -181,19 +199,8 @@ class DQNLearner(GradientLearner):
         super().__init__(model, optimizer, total_steps, name="DQN TD", max_grad_norm=cfg.max_grad_norm,
                          precision=precision)
         self.cfg = cfg
-        self.last_priorities = np.zeros(0, dtype=np.float32)
-        self.last_indices: Any = None
 
-    def epsilon(self, progress: float) -> float:
-        """Epsilon of epsilon-greedy acting at this fraction of the run."""
-        c = self.cfg
-        return linear_schedule(c.exploration_initial_eps, c.exploration_final_eps, c.exploration_fraction, progress)
-
-    def beta(self, progress: float | None = None) -> float:
-        """Prioritized replay's IS exponent: beta0 at the start, 1 at the end (default: own progress)."""
-        return linear_schedule(self.cfg.beta0, 1.0, 1.0, self.progress if progress is None else progress)
-
-    def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> dict[str, float]:
+    def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> ReplayUpdate:
         """One gradient step on a replay minibatch; ``env_steps``: new env steps it accounts for
         (advances `progress`). Raises NonFiniteLossError before touching the parameters."""
         data = _tensors(batch, self.device)
@@ -205,15 +212,15 @@ class DQNLearner(GradientLearner):
         self._advance(env_steps)
         if self.version % self.cfg.target_network_frequency == 0:
             self.update_target()
-        self.last_priorities = td_error.abs().float().cpu().numpy()
-        self.last_indices = batch.get("indices")
-        return {
+        priorities = td_error.abs().float().cpu().numpy()
+        metrics = {
             "losses/td_loss": float(loss.detach()),
             "losses/q_values": float(q.mean()),
-            "losses/td_error_abs": float(self.last_priorities.mean()),
+            "losses/td_error_abs": float(priorities.mean()),
             "losses/grad_norm": float(grad_norm),
             **self.gradient.profile(),
         }
+        return ReplayUpdate(metrics, priorities)
 
     @torch.no_grad()
     def update_target(self) -> None:

@@ -3,28 +3,69 @@
 Both value-based trainers hand it `Unrolls` (DQN's sync sampler, or Ape-X's central
 inference server): ``update(unrolls)`` writes their transitions into the replay through the
 n-step writer, then takes as many minibatch gradient steps as the **replay ratio** (samples
-learned per env step) asks for, and feeds the new |TD errors| back as priorities. Learning
+learned per env step) asks for, and feeds the learner's new priorities back. Learning
 is paced by experience, not by the clock: if the learner falls behind, the runner's queue
 fills and acting waits, so the ratio holds on any machine.
+
+The learner behind it is any `MinibatchLearner` (DQN today; SAC, TD3 and R2D2 next): this
+loop owns what is not the loss, namely sampling, the importance-sampling exponent's schedule
+(``beta0`` -> 1 over the run) and the priority update; the learner only learns from the
+minibatch it is given and says what the rows' priorities are now.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, NamedTuple, Protocol
 
-from seedpool.algos.dqn import DQNLearner
+import numpy as np
+from torch import nn
+
 from seedpool.algos.unroll_steps import UnrollSteps
 from seedpool.records import Unrolls
 
 
-class ReplayLearner:
-    """`update(unrolls)`: insert into ``replay`` via ``writer``, then learn at ``replay_ratio``."""
+class ReplayUpdate(NamedTuple):
+    """What a `MinibatchLearner` returns for one minibatch."""
 
-    def __init__(self, learner: DQNLearner, replay, writer, *, replay_ratio: float, batch_size: int,
-                 learning_starts: int, total_steps: int) -> None:
-        if replay_ratio <= 0 or batch_size < 1:
-            raise ValueError(f"need replay_ratio > 0 and batch_size >= 1, got {replay_ratio}, {batch_size}")
+    metrics: dict[str, float]
+    """Namespaced scalars (``losses/...``)."""
+    priorities: np.ndarray | None
+    """The rows' new priorities ``[n]`` (finite, >= 0) in the minibatch's order, e.g. |TD error|;
+    None leaves them as they are (a learner that never reads priorities, or a uniform replay)."""
+
+
+class MinibatchLearner(Protocol):
+    """What `ReplayLearner` needs of the learner behind it: one gradient step per replay minibatch."""
+
+    model: nn.Module
+    version: int
+
+    def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> ReplayUpdate:
+        """Learn from one minibatch as the replay samples it: its fields, ``weights`` (importance
+        sampling, float32 [n]; all ones from a uniform replay) and ``indices``; ``env_steps``:
+        the new env steps this step accounts for (advances the learner's schedules)."""
+
+    def state_dict(self) -> dict:
+        """Model, optimizer, counters."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+
+
+class ReplayLearner:
+    """`update(unrolls)`: insert into ``replay`` via ``writer``, then learn at ``replay_ratio``.
+
+    Each gradient step samples ``minibatch_size`` rows with IS exponent `beta` (``beta0`` at
+    the start, 1 at the end of ``total_steps``) and sets the priorities the learner returns.
+    """
+
+    def __init__(self, learner: MinibatchLearner, replay, writer, *, replay_ratio: float, minibatch_size: int,
+                 learning_starts: int, total_steps: int, beta0: float = 0.4) -> None:
+        if replay_ratio <= 0 or minibatch_size < 1:
+            raise ValueError(f"need replay_ratio > 0 and minibatch_size >= 1, got {replay_ratio}, {minibatch_size}")
+        if not 0.0 <= beta0 <= 1.0:
+            raise ValueError(f"beta0 (the IS exponent at the start) must be in [0, 1], got {beta0}")
         self.learner, self.replay, self.writer = learner, replay, writer
-        self.replay_ratio, self.batch_size = replay_ratio, batch_size
+        self.replay_ratio, self.minibatch_size, self.beta0 = replay_ratio, minibatch_size, beta0
         self.learning_starts, self.total_steps = learning_starts, total_steps
         self.steps = UnrollSteps()
         self.env_steps = 0  # env steps inserted (reset steps included: they are env steps too)
@@ -34,7 +75,7 @@ class ReplayLearner:
 
     @property
     def model(self):
-        """The online Q network (what acting uses)."""
+        """The learner's network (what acting uses: the online Q network for DQN)."""
         return self.learner.model
 
     @property
@@ -47,6 +88,10 @@ class ReplayLearner:
         """Fraction of the run's env steps inserted."""
         return min(1.0, self.env_steps / self.total_steps) if self.total_steps else 0.0
 
+    def beta(self) -> float:
+        """Prioritized replay's IS exponent now: ``beta0`` at the start, linear to 1 at the end of the run."""
+        return self.beta0 + (1.0 - self.beta0) * self.progress
+
     def update(self, unrolls: Unrolls) -> dict[str, float]:
         """Insert the unrolls' transitions; learn as far as the replay ratio allows.
 
@@ -57,10 +102,10 @@ class ReplayLearner:
         new_steps = unrolls.num_steps * len(unrolls)
         self.env_steps += new_steps
         out = {"charts/replay_size": float(len(self.replay))}
-        if len(self.replay) < max(self.learning_starts, self.batch_size):
+        if len(self.replay) < max(self.learning_starts, self.minibatch_size):
             return out
         self.learning_env_steps += new_steps
-        self._credit += new_steps * self.replay_ratio / self.batch_size
+        self._credit += new_steps * self.replay_ratio / self.minibatch_size
         due = int(self._credit)
         self._credit -= due
         for _ in range(due):
@@ -69,16 +114,16 @@ class ReplayLearner:
                 "charts/replay_ratio": self.measured_ratio()}
 
     def _learn_once(self, env_steps: float) -> dict[str, float]:
-        beta = self.learner.beta(self.progress)
-        batch = self.replay.sample(self.batch_size, beta=beta)
-        metrics = self.learner.update(batch, env_steps=int(round(env_steps)))
-        self.replay.update_priorities(self.learner.last_indices, self.learner.last_priorities)
+        batch = self.replay.sample(self.minibatch_size, beta=self.beta())
+        metrics, priorities = self.learner.update(batch, env_steps=int(round(env_steps)))
+        if priorities is not None:
+            self.replay.update_priorities(batch["indices"], priorities)
         self.gradient_steps += 1
         return metrics
 
     def measured_ratio(self) -> float:
         """Samples learned per env step while learning was on."""
-        return self.gradient_steps * self.batch_size / self.learning_env_steps if self.learning_env_steps else 0.0
+        return self.gradient_steps * self.minibatch_size / self.learning_env_steps if self.learning_env_steps else 0.0
 
     def state_dict(self) -> dict[str, Any]:
         """The learner's state and this loop's counters (the replay's contents are saved apart)."""
@@ -96,7 +141,7 @@ class ReplayLearner:
         self.learner.load_state_dict(state)
 
 
-def unit_ratio(gradient_steps: int, batch_size: int, train_frequency: int) -> float:
+def unit_ratio(gradient_steps: int, minibatch_size: int, train_frequency: int) -> float:
     """DQN's settings as a replay ratio: samples learned per env step."""
-    return gradient_steps * batch_size / train_frequency
+    return gradient_steps * minibatch_size / train_frequency
 

@@ -3,18 +3,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import types
 import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Union
 
 T = TypeVar("T")
+
+OptionValue = Union[bool, int, float, str]
+"""A task option's value as the command line gives it (``--env-options NAME VALUE``)."""
 
 
 @dataclass
 class RunConfig:
-    """Options of a training run that do not depend on the algorithm."""
+    """Options of a training run that do not depend on the algorithm (each acts in every trainer)."""
 
     env: str = "CartPole-v1"
     """Task id: a seedpool id (e.g. Pong-v5) or any gymnasium id."""
@@ -46,8 +51,6 @@ class RunConfig:
     """Seconds between progress log lines (when not drawing a live bar)."""
     tensorboard: bool = True
     """Also write TensorBoard event files next to metrics.csv."""
-    replay_limit: int = 2_000_000
-    """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -93,3 +96,49 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
     tmp.replace(path)
+
+
+Renames = Mapping[tuple[str, str], str]
+"""Old option names -> today's: ``{(section, old_name): new_name}``, e.g. ``{("dqn", "batch_size"): "minibatch_size"}``."""
+
+
+def deprecated(message: str) -> None:
+    """Tell the user, in one line on stderr, that an old spelling was accepted and what replaces it."""
+    print(f"seedpool: deprecated: {message}", file=sys.stderr)
+
+
+def upgrade_options(data: dict[str, Any], renamed: Renames, dropped: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+    """A run folder's config dict in today's option names (one deprecation line per old name found);
+    ``dropped`` options (``(section, name)``, section "" for a top-level option: they never acted
+    in this trainer) are removed. ``data`` is not changed."""
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for (section, old), new in renamed.items():
+        options = data.get(section)
+        if isinstance(options, dict) and old in options:
+            if new in options:
+                raise ValueError(f"config.json sets both {section}.{old} (the old name) and {section}.{new}: "
+                                 "keep only the new one")
+            options[new] = options.pop(old)
+            deprecated(f"{section}.{old} in the run's config.json is now {section}.{new}; read as such")
+    for section, name in dropped:
+        if not section:
+            data.pop(name, None)
+        elif isinstance(data.get(section), dict):
+            data[section].pop(name, None)
+    return data
+
+
+def upgrade_argv(argv: list[str], renamed: Renames) -> list[str]:
+    """Command-line options in their old spelling (``--dqn.batch-size 64``, ``--dqn.batch_size=64``)
+    rewritten to today's, with one deprecation line each; other arguments unchanged."""
+    flags = {f"--{section}.{old}".replace("_", "-"): f"--{section}.{new}".replace("_", "-")
+             for (section, old), new in renamed.items()}
+    out = []
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        new = flags.get(name.replace("_", "-")) if arg.startswith("--") else None
+        if new is not None:
+            deprecated(f"{name} is now {new}; read as such")
+            arg = new + eq + value
+        out.append(arg)
+    return out

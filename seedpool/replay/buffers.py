@@ -9,7 +9,7 @@ import numpy as np
 
 from .frames import FrameStorage
 from .samplers import PrioritizedSampler, UniformSampler, as_update
-from .storage import RingStorage, coerce_batch, parse_fields
+from .storage import SEP, RingStorage, coerce_batch, flatten_values, nest_values, parse_fields
 
 FORMAT = "seedpool.replay/1"
 
@@ -29,6 +29,7 @@ class _Replay:
                 raise ValueError("frame_capacity and reuse_window only apply with frame_dedup=True")
             self.storage = RingStorage(capacity, specs)
         self.fields = specs
+        self._nested = any(SEP in name for name in specs)  # a Dict observation: sample() nests its keys
         self.frame_dedup = bool(frame_dedup)
         self._sampler = sampler
 
@@ -44,10 +45,11 @@ class _Replay:
     def add(self, priorities: Any = None, **fields: Any) -> np.ndarray:
         """Store a batch (leading dimension B on every field); returns the rows written.
 
-        ``priorities`` (optional, [B], finite, >= 0): initial priorities; without them new
-        rows enter at the max priority so far. Everything is validated before anything is written.
+        A field given as a mapping of sub-fields (a Dict observation) takes a mapping of
+        arrays. ``priorities`` (optional, [B], finite, >= 0): initial priorities; without them
+        new rows enter at the max priority so far. Everything is validated before anything is written.
         """
-        batch, count = coerce_batch(self.fields, fields)
+        batch, count = coerce_batch(self.fields, flatten_values(fields))
         prio = self._check_new_priorities(priorities, count)
         rows = self.storage.add(batch, count)
         self._sampler.insert(rows, prio)
@@ -89,7 +91,10 @@ class _Replay:
         return (rows - self.storage.tail) % self.capacity < self.storage.size
 
     def sample(self, n: int, beta: float = 0.4) -> dict[str, np.ndarray]:
-        """``n`` rows: every field ``[n, ...]``, ``"weights"`` float32 [n], ``"indices"`` int64 [n]."""
+        """``n`` rows: every field ``[n, ...]``, ``"weights"`` float32 [n], ``"indices"`` int64 [n].
+
+        A field made of sub-fields (a Dict observation) comes back as a dict of arrays.
+        """
         if not isinstance(n, (int, np.integer)) or n <= 0:
             raise ValueError(f"n must be a positive int, got {n!r}")
         if len(self) == 0:
@@ -98,6 +103,8 @@ class _Replay:
             raise ValueError(f"beta must be >= 0, got {beta}")
         indices, weights = self._sampler.draw(int(n), float(beta), self.storage)
         out = self.storage.gather(indices)
+        if self._nested:
+            out = nest_values(out)
         out["weights"] = weights
         out["indices"] = indices
         return out

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .storage import coerce
+from .storage import SEP, Field, coerce, flatten_values, nest_values
 
 WRITER_FIELDS = ("obs", "action", "reward", "discount", "next_obs")
 MAX_STREAMS = 1 << 20
@@ -85,7 +85,8 @@ class NStepWriter:
             raise ValueError(f"n_step must be an int >= 1, got {n_step!r}")
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-        unknown = sorted(set(replay.fields) - set(WRITER_FIELDS))
+        tops = {name.split(SEP)[0] for name in replay.fields}
+        unknown = sorted(tops - set(WRITER_FIELDS))
         if unknown:
             raise ValueError(
                 f"NStepWriter writes fields {list(WRITER_FIELDS)}; the replay also has {unknown}, "
@@ -93,11 +94,14 @@ class NStepWriter:
             )
         self.replay, self.n_step, self.gamma = replay, int(n_step), float(gamma)
         self.fields = dict(replay.fields)
+        self._stored_obs = tops & {"obs", "next_obs"}
+        # An observation's leaves: {"": field} for an array, {".key": field, ...} for a Dict observation.
+        self._obs_leaves = _leaves(self.fields, "obs") or _leaves(self.fields, "next_obs")
         self._powers = self.gamma ** np.arange(self.n_step + 1, dtype=np.float64)
         self._cache = replay.storage.new_stream_cache(self.n_step) if replay.frame_dedup else None
         self._with_values: bool | None = None  # fixed by the first add
-        self.w_obs: np.ndarray | None = None  # plain storage only: each pending step's obs
-        self.last_next_obs: np.ndarray | None = None  # plain storage only: for flush()
+        self.w_obs: dict[str, np.ndarray] | None = None  # plain storage only: each pending step's obs
+        self.last_next_obs: dict[str, np.ndarray] | None = None  # plain storage only: for flush()
         self._streams = 0
         self._grow(8)
 
@@ -109,15 +113,17 @@ class NStepWriter:
             "w_reward": ((n,), np.float64), "w_q": ((n,), np.float64), "last_next_value": ((), np.float64),
             "w_action": ((n, *act.shape), act.dtype) if act else ((n,), np.int64),
         }
-        if self._cache is None and "obs" in self.fields:
-            shapes["w_obs"] = ((n, *self.fields["obs"].shape), self.fields["obs"].dtype)
-        if self._cache is None and "next_obs" in self.fields:
-            shapes["last_next_obs"] = (self.fields["next_obs"].shape, self.fields["next_obs"].dtype)
         for name, (shape, dtype) in shapes.items():
             new = np.zeros((streams, *shape), dtype)
             if self._streams:
                 new[: self._streams] = getattr(self, name)
             setattr(self, name, new)
+        if self._cache is None and "obs" in self._stored_obs:
+            old = self.w_obs or {}
+            self.w_obs = {k: _resized(old.get(k), streams, (n, *f.shape), f.dtype) for k, f in self._obs_leaves.items()}
+        if self._cache is None and "next_obs" in self._stored_obs:
+            old = self.last_next_obs or {}
+            self.last_next_obs = {k: _resized(old.get(k), streams, f.shape, f.dtype) for k, f in self._obs_leaves.items()}
         self._streams = streams
         if self._cache is not None:
             self._cache.ensure(streams)
@@ -146,17 +152,17 @@ class NStepWriter:
             self._check_frames(step, ss)
         pos = t_s % self.n_step
         self.w_action[ss, pos] = step["action"]
-        if self.w_obs is not None:
-            self.w_obs[ss, pos] = step["obs"]
-        if self.last_next_obs is not None:
-            self.last_next_obs[ss] = step["next_obs"]
+        for k, arr in (self.w_obs or {}).items():
+            arr[ss, pos] = step["obs"][k]
+        for k, arr in (self.last_next_obs or {}).items():
+            arr[ss] = step["next_obs"][k]
         out = _outputs(b * self.n_step)
         rows = _advance(ss, step["terminated"], step["truncated"], step["reward"], step["q_value"],
                         step["next_value"], self._powers, self.t, self.start, self.ep, self.w_reward, self.w_q,
                         self.last_next_value, out["stream"], out["batch"], out["first"], out["ep"], out["ret"],
                         out["disc"], out["prio"])
         out = {k: v[:rows] for k, v in out.items()}
-        next_obs = step["next_obs"][out["batch"]] if self.last_next_obs is not None else None
+        next_obs = {k: v[out["batch"]] for k, v in step["next_obs"].items()} if self.last_next_obs else None
         return self._write(out, t_s[out["batch"]] + 1, next_obs)  # every row ends at this step
 
     def flush(self) -> int:
@@ -173,7 +179,7 @@ class NStepWriter:
         out = _outputs(total)
         _flush(self._powers, self.t, self.start, self.ep, self.w_reward, self.w_q, self.last_next_value,
                out["stream"], out["first"], out["ep"], out["ret"], out["disc"], out["prio"])
-        nxt = self.last_next_obs[out["stream"]] if self.last_next_obs is not None else None
+        nxt = {k: v[out["stream"]] for k, v in self.last_next_obs.items()} if self.last_next_obs else None
         return self._write(out, self.t[out["stream"]], nxt)
 
     def _check_room(self, rows: int) -> None:
@@ -184,7 +190,7 @@ class NStepWriter:
                 f"{self.replay.capacity}"
             )
 
-    def _write(self, out: dict, t_next: np.ndarray, next_obs: np.ndarray | None) -> int:
+    def _write(self, out: dict, t_next: np.ndarray, next_obs: dict[str, np.ndarray] | None) -> int:
         """Send computed rows to the replay; ``t_next`` is each row's next_obs step (frame dedup)."""
         rows = len(out["stream"])
         if not rows:
@@ -193,11 +199,12 @@ class NStepWriter:
         fields = {"reward": out["ret"], "discount": out["disc"], "action": self.w_action[out["stream"], start_pos]}
         prio = out["prio"] if self._with_values else None
         if self._cache is None:
-            if "obs" in self.fields:
-                fields["obs"] = self.w_obs[out["stream"], start_pos]
-            if "next_obs" in self.fields:
-                fields["next_obs"] = next_obs
-            self.replay.add(priorities=prio, **{f: fields[f] for f in self.fields})
+            flat = {f: fields[f] for f in self.fields if f in fields}
+            for k, arr in (self.w_obs or {}).items():
+                flat["obs" + k] = arr[out["stream"], start_pos]
+            for k, arr in (next_obs or {}).items():
+                flat["next_obs" + k] = arr
+            self.replay.add(priorities=prio, **nest_values(flat))
         else:
             scalars = {f: fields[f] for f in self.fields if f not in ("obs", "next_obs")}
             self.replay._add_stream_rows(scalars, prio, self._cache, out["stream"], out["ep"], out["first"],
@@ -206,7 +213,7 @@ class NStepWriter:
 
     def _check_frames(self, step: dict, ss: np.ndarray) -> None:
         """Frame dedup: obs continues its stream, next_obs is obs shifted by one frame (one frame each)."""
-        code, row = self._cache.check_and_push(step["obs"], step["next_obs"], ss, self.t, self.ep)
+        code, row = self._cache.check_and_push(step["obs"][""], step["next_obs"][""], ss, self.t, self.ep)
         if code == 1:
             raise ValueError(
                 f"row {row}: next_obs[-2] != obs[-1]; frame dedup needs stacked frames shifting by one "
@@ -227,10 +234,7 @@ class NStepWriter:
         step = {"reward": reward,
                 "terminated": _flags("terminated", terminated, b), "truncated": _flags("truncated", truncated, b)}
         for name, value in (("obs", obs), ("next_obs", next_obs)):
-            field = self.fields.get("obs") or self.fields.get("next_obs")
-            step[name] = coerce(name, value, field, b) if field else np.asarray(value)
-            if len(step[name]) != b:
-                raise ValueError(f"{name} has {len(step[name])} rows, reward has {b}")
+            step[name] = self._observations(name, value, b)
         act = self.fields.get("action")
         step["action"] = coerce("action", action, act, b) if act else np.asarray(action, np.int64).reshape(b)
         if (q_value is None) != (next_value is None):
@@ -244,6 +248,19 @@ class NStepWriter:
         step["streams"] = self._stream_ids(streams, b)
         self._with_values = with_values
         return step
+
+    def _observations(self, name: str, value: Any, b: int) -> dict[str, np.ndarray]:
+        """An observation batch as ``{leaf suffix: [B, ...] array}`` ("" for an array), each leaf checked and cast."""
+        if not self._obs_leaves:  # the replay stores no observation: only the row count matters
+            arr = np.asarray(value)
+            if len(arr) != b:
+                raise ValueError(f"{name} has {len(arr)} rows, reward has {b}")
+            return {"": arr}
+        got = {k[len(name):]: v for k, v in flatten_values({name: value}).items()}
+        if sorted(got) != sorted(self._obs_leaves):
+            raise ValueError(f"{name}: expected {sorted(name + k for k in self._obs_leaves)}, "
+                             f"got {sorted(name + k for k in got)}")
+        return {k: coerce(name + k, got[k], f, b) for k, f in self._obs_leaves.items()}
 
     def _stream_ids(self, streams: Any, b: int) -> np.ndarray:
         """Stream ids [B] (default arange(B)): ints, >= 0, unique in one add; grows per-stream state."""
@@ -261,6 +278,19 @@ class NStepWriter:
         if b and ss.max() >= self._streams:
             self._grow(max(int(ss.max()) + 1, 2 * self._streams))
         return ss
+
+
+def _leaves(fields: dict[str, Field], name: str) -> dict[str, Field]:
+    """The fields holding ``name``, keyed by what follows the name ("" or ".key")."""
+    return {n[len(name):]: f for n, f in fields.items() if n == name or n.startswith(name + SEP)}
+
+
+def _resized(old: np.ndarray | None, streams: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Zeros ``[streams, *shape]`` holding ``old``'s rows first."""
+    new = np.zeros((streams, *shape), dtype)
+    if old is not None:
+        new[: len(old)] = old
+    return new
 
 
 def _outputs(size: int) -> dict[str, np.ndarray]:

@@ -17,6 +17,7 @@ import numpy as np
 from .streaming import stream_copy
 
 RESERVED = ("weights", "indices", "priorities")
+SEP = "."  # joins a field's name and a sub-field's key (a Dict observation's key) into a flat name
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,11 @@ class Field:
 
 
 def parse_fields(fields: Mapping[str, Any]) -> dict[str, Field]:
-    """``{"name": (shape, dtype)}`` as Field objects, rejecting reserved or malformed entries."""
+    """``{"name": (shape, dtype)}`` as Field objects, rejecting reserved or malformed entries.
+
+    A value may itself be a mapping (a Dict observation): each of its keys is stored as a
+    field of its own, named ``"obs.key"`` (nested mappings nest the names further).
+    """
     if not isinstance(fields, Mapping) or not fields:
         raise ValueError(f"fields must be a non-empty mapping name -> (shape, dtype), got {fields!r}")
     out = {}
@@ -37,15 +42,53 @@ def parse_fields(fields: Mapping[str, Any]) -> dict[str, Field]:
             raise ValueError(f"field names must be identifiers, got {name!r}")
         if name in RESERVED:
             raise ValueError(f"field name {name!r} is reserved (sample() returns {RESERVED[:2]})")
-        try:
-            shape, dtype = spec
-            shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
-            dtype = np.dtype(dtype)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"field {name!r}: expected (shape, dtype), got {spec!r} ({e})") from None
-        if any(d < 1 for d in shape) or dtype.hasobject:
-            raise ValueError(f"field {name!r}: dimensions must be >= 1 and dtype numeric, got {spec!r}")
-        out[name] = Field(shape, dtype)
+        out.update(_parse_field(name, spec))
+    return out
+
+
+def _parse_field(name: str, spec: Any) -> dict[str, Field]:
+    """One field, or (a mapping) one field per key, named ``name.key``."""
+    if isinstance(spec, Mapping):
+        if not spec:
+            raise ValueError(f"field {name!r}: a mapping of sub-fields must not be empty")
+        out = {}
+        for key, sub in spec.items():
+            if not isinstance(key, str) or not key or SEP in key or "/" in key:
+                raise ValueError(f"field {name!r}: sub-field names must be non-empty strings without "
+                                 f"{SEP!r} or '/', got {key!r}")
+            out.update(_parse_field(f"{name}{SEP}{key}", sub))
+        return out
+    try:
+        shape, dtype = spec
+        shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"field {name!r}: expected (shape, dtype), got {spec!r} ({e})") from None
+    if any(d < 1 for d in shape) or dtype.hasobject:
+        raise ValueError(f"field {name!r}: dimensions must be >= 1 and dtype numeric, got {spec!r}")
+    return {name: Field(shape, dtype)}
+
+
+def flatten_values(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A batch whose values may be mappings (Dict observations), keyed by flat field names."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            out.update(flatten_values(value, f"{prefix}{name}{SEP}"))
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
+def nest_values(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of `flatten_values`: ``{"obs.a": x}`` -> ``{"obs": {"a": x}}``."""
+    out: dict[str, Any] = {}
+    for name, value in flat.items():
+        *parents, leaf = name.split(SEP)
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
     return out
 
 

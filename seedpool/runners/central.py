@@ -111,7 +111,7 @@ class CentralSystem:
                 self._serial_actors.remove(a)
         if not self._serial_actors:
             raise RuntimeError("every source of the run retired: nothing is left to act")
-        while self.queue.depth() >= self.learner_thread.batch_size:
+        while self.queue.depth() >= self.learner_thread.unrolls_per_batch:
             self.learner_thread.step(timeout=0)
 
     def read_metrics(self, window_s: float, timer: PhaseTimer) -> dict[str, float]:

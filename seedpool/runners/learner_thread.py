@@ -11,12 +11,12 @@ from seedpool.inference.unroll_queue import QueueClosed, UnrollQueue
 
 
 class LearnerThread:
-    """Consumes `batch_size` unrolls at a time, updates, publishes; stops the run on an error."""
+    """Consumes `unrolls_per_batch` unrolls at a time, updates, publishes; stops the run on an error."""
 
     def __init__(self, learner: Learner, queue: UnrollQueue, server: InferenceServer,
-                 batch_size: int, stop: threading.Event) -> None:
+                 unrolls_per_batch: int, stop: threading.Event) -> None:
         self.learner, self.queue, self.server = learner, queue, server
-        self.batch_size = batch_size
+        self.unrolls_per_batch = unrolls_per_batch
         self.stop = stop
         self.error: BaseException | None = None
         self.lock = threading.Lock()  # held during an update: checkpoints see whole versions
@@ -37,7 +37,7 @@ class LearnerThread:
     def step(self, timeout: float | None) -> bool:
         """Train on one batch if one arrives within `timeout`; False if none did."""
         t0 = time.perf_counter()
-        batch = self.queue.take(self.batch_size, timeout)
+        batch = self.queue.take(self.unrolls_per_batch, timeout)
         t1 = time.perf_counter()
         self.wait_s += t1 - t0
         if batch is None:

@@ -9,33 +9,32 @@ ratio, publishing parameters back to the server.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from seedpool.algos.apex import AUX_SIZE, ApexConfig, EpsilonGreedyAct, epsilon_group_names, slot_epsilons
-from seedpool.algos.dqn import DQNConfig, DQNLearner
+from seedpool.algos.dqn import RENAMED_OPTIONS, DQNConfig, DQNLearner, QLearningConfig
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
+from seedpool.experiment.config import OptionValue, upgrade_options
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.models.precision import autocast_fn, resolve_precision
-from seedpool.replay import NStepWriter
+from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
 from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
-from seedpool.trainers.dqn import REPLAY_FILE, load_replay_file, make_replay, save_replay_file
-from seedpool.trainers.ppo import OptionValue
 
 
 @dataclass
 class ApexTrainConfig(CentralRunConfig):
     """`seedpool train apex`: run options, acting layout (local or Ray), Q-learning, Ape-X's exploration and pacing, network.
 
-    Of DQNConfig, the exploration schedule and train_frequency/gradient_steps do not apply:
+    DQN's epsilon schedule and train_frequency/gradient_steps are not options here:
     exploration is per env (--apex.epsilon*) and pacing is --apex.replay-ratio.
     """
 
-    dqn: DQNConfig = field(default_factory=DQNConfig)
+    dqn: QLearningConfig = field(default_factory=QLearningConfig)
     apex: ApexConfig = field(default_factory=ApexConfig)
     model: QModelConfig = field(default_factory=QModelConfig)
     env_options: dict[str, OptionValue] = field(default_factory=dict)
@@ -56,19 +55,20 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
         space = sources[0].single_observation_space
         q_net = make_q_network(space, sources[0].single_action_space, cfg.model)
         precision = resolve_precision(cfg.precision, device, q_net)
-        replay = make_replay(space, cfg.dqn, cfg.seed)
+        replay = make_replay(space, sources[0].single_action_space, cfg.dqn.buffer_size,
+                             prioritized=cfg.dqn.prioritized, alpha=cfg.dqn.alpha, seed=cfg.seed)
         learner = ReplayLearner(
             DQNLearner(q_net, cfg.dqn, cfg.total_timesteps, device, precision), replay,
             NStepWriter(replay, cfg.dqn.n_step, cfg.dqn.gamma), replay_ratio=cfg.apex.replay_ratio,
-            batch_size=cfg.dqn.batch_size, learning_starts=cfg.dqn.learning_starts,
-            total_steps=cfg.total_timesteps)
+            minibatch_size=cfg.dqn.minibatch_size, learning_starts=cfg.dqn.learning_starts,
+            total_steps=cfg.total_timesteps, beta0=cfg.dqn.beta0)
         epsilons = slot_epsilons(cfg.num_envs, cfg.apex)
         groups = epsilon_group_names(epsilons, cfg.apex.epsilon_groups)
         with Run.open(cfg, "apex", cfg, ckpt) as run:
             if ckpt is not None:
                 restore_learner(ckpt, learner)
                 if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
-                    load_replay_file(run.dir / ckpt["replay"], learner)
+                    load_replay_file(run.dir / ckpt["replay"], learner.replay)
                 set_rng_state(ckpt["rng"])
             system = CentralSystem(sources, learner, autocast_fn(EpsilonGreedyAct(epsilons, cfg.seed, device), precision, device),
                                    cfg.acting,
@@ -81,7 +81,7 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
             def state(learner_state: dict) -> dict:
                 if cfg.save_replay:
                     with system.learner_thread.lock:  # no insertion while the arrays are written
-                        save_replay_file(run.dir / REPLAY_FILE, learner)
+                        save_replay_file(run.dir / REPLAY_FILE, learner.replay)
                 return trainer_state(learner_state, replay=REPLAY_FILE if cfg.save_replay else None)
 
             run_central(run, system, cfg.total_timesteps, state, cfg.stop_at_return,
@@ -95,16 +95,16 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
 def apex_defaults(env_id: str) -> ApexTrainConfig:
     """Settings per task family: the Ape-X paper's Atari shape, and a tuned CartPole."""
     if is_atari(env_id):
-        dqn = DQNConfig(learning_rate=6.25e-5, adam_eps=1.5e-4, buffer_size=100_000, learning_starts=50_000,
-                        batch_size=64, target_network_frequency=2500, double_q=True, n_step=3,
-                        prioritized=True, alpha=0.6, beta0=0.4, max_grad_norm=40.0)
+        dqn = QLearningConfig(learning_rate=6.25e-5, adam_eps=1.5e-4, buffer_size=100_000, learning_starts=50_000,
+                              minibatch_size=64, target_network_frequency=2500, double_q=True, n_step=3,
+                              prioritized=True, alpha=0.6, beta0=0.4, max_grad_norm=40.0)
         apex = ApexConfig(replay_ratio=2.0, unroll_length=32, unrolls_per_batch=4)
         return ApexTrainConfig(env=env_id, num_envs=32, total_timesteps=10_000_000, dqn=dqn, apex=apex,
                                model=QModelConfig(dueling=True),
                                env_options={"episodic_life": True, "reward_clip": True})
     if env_id.startswith("MinAtar/"):
-        dqn = DQNConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, batch_size=32,
-                        target_network_frequency=1000, double_q=True, n_step=3, prioritized=True)
+        dqn = QLearningConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, minibatch_size=32,
+                              target_network_frequency=1000, double_q=True, n_step=3, prioritized=True)
         apex = ApexConfig(replay_ratio=1.0, unroll_length=16, unrolls_per_batch=4)
         return ApexTrainConfig(env=env_id, num_envs=16, total_timesteps=5_000_000, dqn=dqn, apex=apex)
     # DQN's CartPole shape (32 samples learned per env step, learning rate annealed to 0),
@@ -112,9 +112,26 @@ def apex_defaults(env_id: str) -> ApexTrainConfig:
     # failures stay in it) and every actor exploring (epsilons 0.4 .. 0.026, where DQN ends at
     # 0.04). Without them the threaded runs' final greedy policies ranged from 113 to 500
     # (benchmarks/results/value_cartpole_seeds.md).
-    dqn = DQNConfig(learning_rate=2.3e-3, anneal_lr=True, buffer_size=200_000, learning_starts=1_000,
-                    batch_size=64, target_network_frequency=128, gamma=0.99, double_q=True, n_step=3,
-                    prioritized=True)
+    dqn = QLearningConfig(learning_rate=2.3e-3, anneal_lr=True, buffer_size=200_000, learning_starts=1_000,
+                          minibatch_size=64, target_network_frequency=128, gamma=0.99, double_q=True, n_step=3,
+                          prioritized=True)
     apex = ApexConfig(replay_ratio=32.0, epsilon_alpha=3.0, unroll_length=8, unrolls_per_batch=4)
     return ApexTrainConfig(env=env_id, num_envs=16, total_timesteps=150_000, dqn=dqn, apex=apex,
                            model=QModelConfig(hidden_sizes=(256, 256)))
+
+
+RENAMED = {("dqn", old): new for old, new in RENAMED_OPTIONS.items()}
+"""Old option names of `seedpool train apex` -> today's: still accepted on the command line and in
+a resumed run's config.json, with a deprecation line."""
+
+_DQN_ONLY = sorted({f.name for f in fields(DQNConfig)} - {f.name for f in fields(QLearningConfig)})
+
+
+def upgrade_config(data: dict) -> dict:
+    """A config dict of an older Ape-X run folder in today's option names.
+
+    Such folders also list DQN's epsilon schedule, train_frequency and gradient_steps, which
+    never acted in Ape-X (exploration is per env, pacing is --apex.replay-ratio), and PPO's
+    replay_limit: they are dropped.
+    """
+    return upgrade_options(data, RENAMED, dropped=[("dqn", name) for name in _DQN_ONLY] + [("", "replay_limit")])

@@ -9,12 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
-
 import seedpool
 from seedpool.actors.epsilon_sampler import EpsilonGreedySampler
-from seedpool.algos.dqn import DQNConfig, DQNLearner, epsilon_greedy
+from seedpool.algos.dqn import RENAMED_OPTIONS, DQNConfig, DQNLearner, epsilon_greedy, exploration_epsilon
 from seedpool.algos.replay_learner import ReplayLearner, unit_ratio
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
@@ -22,13 +19,11 @@ from seedpool.experiment import (
     setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
-from seedpool.models import QModelConfig, is_image_space, make_q_network
+from seedpool.experiment.config import OptionValue, upgrade_options
+from seedpool.models import QModelConfig, make_q_network
 from seedpool.models.precision import resolve_precision
-from seedpool.replay import NStepWriter, PrioritizedReplay, UniformReplay
+from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
 from seedpool.runners.sync import run_sync
-from seedpool.trainers.ppo import OptionValue
-
-REPLAY_FILE = "replay.npz"
 
 
 @dataclass
@@ -55,14 +50,16 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
     try:
         q_net = make_q_network(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
         precision = resolve_precision(cfg.precision, device, q_net)
-        replay = make_replay(pool.single_observation_space, d, cfg.seed)
+        replay = make_replay(pool.single_observation_space, pool.single_action_space, d.buffer_size,
+                             prioritized=d.prioritized, alpha=d.alpha, seed=cfg.seed)
         learner = ReplayLearner(
             DQNLearner(q_net, d, cfg.total_timesteps, device, precision), replay, NStepWriter(replay, d.n_step, d.gamma),
-            replay_ratio=unit_ratio(d.gradient_steps, d.batch_size, steps_per_round * cfg.num_envs),
-            batch_size=d.batch_size, learning_starts=d.learning_starts, total_steps=cfg.total_timesteps)
+            replay_ratio=unit_ratio(d.gradient_steps, d.minibatch_size, steps_per_round * cfg.num_envs),
+            minibatch_size=d.minibatch_size, learning_starts=d.learning_starts, total_steps=cfg.total_timesteps,
+            beta0=d.beta0)
         with Run.open(cfg, "dqn", cfg, ckpt) as run:
             sampler = EpsilonGreedySampler(
-                pool, q_net, steps_per_round, lambda step: learner.learner.epsilon(step / cfg.total_timesteps),
+                pool, q_net, steps_per_round, lambda step: exploration_epsilon(d, step / cfg.total_timesteps),
                 epsilon_greedy, device, run.timer, seed=cfg.seed, precision=precision)
             run.note(f"{pool!r}, {type(replay).__name__}({d.buffer_size:,}), Q network on {device} ({precision})")
             if ckpt is not None:
@@ -74,21 +71,10 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
     return finish_run(run, cfg.env, "dqn")
 
 
-def make_replay(obs_space: gym.Space, cfg: DQNConfig, seed: int):
-    """The replay a value-based trainer writes n-step rows into; stacked frames stored once."""
-    obs = (tuple(obs_space.shape), obs_space.dtype)
-    fields = {"obs": obs, "action": ((), np.int64), "reward": ((), np.float32),
-              "discount": ((), np.float32), "next_obs": obs}
-    dedup = is_image_space(obs_space) and obs_space.shape[0] > 1  # a stack of frames
-    if cfg.prioritized:
-        return PrioritizedReplay(cfg.buffer_size, fields, alpha=cfg.alpha, seed=seed, frame_dedup=dedup)
-    return UniformReplay(cfg.buffer_size, fields, seed=seed, frame_dedup=dedup)
-
-
 def checkpoint_state(run_dir: Path, learner: ReplayLearner, sampler, save_replay: bool) -> dict:
     """Checkpoint content (and, opted in, the replay beside it)."""
     if save_replay:
-        save_replay_file(run_dir / REPLAY_FILE, learner)
+        save_replay_file(run_dir / REPLAY_FILE, learner.replay)
     return trainer_state(learner.state_dict(), acting=sampler.state_dict(),
                          replay=REPLAY_FILE if save_replay else None)
 
@@ -97,49 +83,15 @@ def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler) -> None:
     """Load a checkpoint (and the saved replay, if any) into freshly built objects."""
     restore_learner(ckpt, learner)
     if ckpt["replay"] and (run_dir / ckpt["replay"]).exists():
-        load_replay_file(run_dir / ckpt["replay"], learner)
+        load_replay_file(run_dir / ckpt["replay"], learner.replay)
     sampler.load_state_dict(ckpt["acting"])
     set_rng_state(ckpt["rng"])
-
-
-def save_replay_file(path: Path, learner: ReplayLearner) -> None:
-    """The replay's arrays, written atomically (temporary file, then rename)."""
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **_flat(learner.replay.state_dict()))
-    tmp.replace(path)
-
-
-def load_replay_file(path: Path, learner: ReplayLearner) -> None:
-    """Refill the replay from `save_replay_file`'s file."""
-    with np.load(path, allow_pickle=False) as data:
-        learner.replay.load_state_dict(_nest({k: data[k] for k in data.files}))
-
-
-def _flat(state: dict, prefix: str = "") -> dict[str, np.ndarray]:
-    out = {}
-    for k, v in state.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}/"))
-        else:
-            out[f"{prefix}{k}"] = np.asarray(v)
-    return out
-
-
-def _nest(flat: dict[str, np.ndarray]) -> dict:
-    out: dict = {}
-    for key, v in flat.items():
-        *parents, leaf = key.split("/")
-        node = out
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = v[()] if v.ndim == 0 else v
-    return out
 
 
 def dqn_defaults(env_id: str) -> DQNTrainConfig:
     """Well-known settings: rl-zoo3's tuned CartPole DQN, the Nature/Ape-X-era Atari, MinAtar's DQN."""
     if is_atari(env_id):
-        dqn = DQNConfig(learning_rate=1e-4, buffer_size=100_000, learning_starts=80_000, batch_size=32,
+        dqn = DQNConfig(learning_rate=1e-4, buffer_size=100_000, learning_starts=80_000, minibatch_size=32,
                         train_frequency=4, target_network_frequency=1000, exploration_fraction=0.1,
                         exploration_final_eps=0.01, double_q=True, n_step=3, prioritized=True)
         return DQNTrainConfig(env=env_id, num_envs=4, total_timesteps=10_000_000, dqn=dqn,
@@ -147,7 +99,7 @@ def dqn_defaults(env_id: str) -> DQNTrainConfig:
     if env_id.startswith("MinAtar/"):
         # The MinAtar paper's DQN: replay 100k, batch 32, RMSProp lr 2.5e-4 (Adam here), target
         # every 1000 updates, epsilon 1 -> 0.1 over the first 100k frames of 5M.
-        dqn = DQNConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, batch_size=32,
+        dqn = DQNConfig(learning_rate=2.5e-4, buffer_size=100_000, learning_starts=5_000, minibatch_size=32,
                         train_frequency=1, target_network_frequency=1000, exploration_fraction=0.02,
                         exploration_final_eps=0.1)
         return DQNTrainConfig(env=env_id, num_envs=1, total_timesteps=5_000_000, dqn=dqn)
@@ -157,7 +109,17 @@ def dqn_defaults(env_id: str) -> DQNTrainConfig:
     # seeds 1-3 here; double Q, 3-step returns and a learning rate annealed to 0 steady it
     # (benchmarks/results/value_cartpole_seeds.md).
     dqn = DQNConfig(learning_rate=2.3e-3, anneal_lr=True, buffer_size=100_000, learning_starts=1_000,
-                    batch_size=64, train_frequency=256, gradient_steps=128, target_network_frequency=128,
+                    minibatch_size=64, train_frequency=256, gradient_steps=128, target_network_frequency=128,
                     gamma=0.99, exploration_fraction=0.16, exploration_final_eps=0.04, double_q=True, n_step=3)
     return DQNTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, dqn=dqn,
                           model=QModelConfig(hidden_sizes=(256, 256)))
+
+
+RENAMED = {("dqn", old): new for old, new in RENAMED_OPTIONS.items()}
+"""Old option names of `seedpool train dqn` -> today's: still accepted on the command line and in
+a resumed run's config.json, with a deprecation line."""
+
+
+def upgrade_config(data: dict) -> dict:
+    """A config dict of an older DQN run folder in today's option names."""
+    return upgrade_options(data, RENAMED, dropped=[("", "replay_limit")])  # PPO's: it never acted here

@@ -16,10 +16,10 @@ from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
+from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig, make_policy
 from seedpool.models.precision import autocast_fn, resolve_precision
 from seedpool.runners import CentralRunConfig, CentralSystem, TrainingError, make_pools, make_sources, run_central
-from seedpool.trainers.ppo import OptionValue
 
 __all__ = ["IMPALATrainConfig", "TrainingError", "impala_defaults", "train_impala", "upgrade_config"]
 
@@ -104,6 +104,7 @@ def upgrade_config(data: dict) -> dict:
         section = "acting" if section == "seed_rl" else section
         if old in data.get(section, {}):
             data[section][new] = data[section].pop(old)
+    data.pop("replay_limit", None)  # PPO's exact-resume option: it never acted here
     if data.get("impala", {}).pop("clip_rewards", False):
         data["env_options"] = {**data.get("env_options", {}), "reward_clip": True}
     return data

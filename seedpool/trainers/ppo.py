@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 import seedpool
 from seedpool.actors.sampler import make_sampler
@@ -12,11 +12,10 @@ from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
+from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig, make_policy
 from seedpool.models.precision import resolve_precision
 from seedpool.runners.sync import run_sync
-
-OptionValue = Union[bool, int, float, str]
 
 
 @dataclass
@@ -29,6 +28,8 @@ class PPOTrainConfig(RunConfig):
     """Rollout loop: "sync" steps all envs in lockstep; "double" alternates two halves (async engine)."""
     env_options: dict[str, OptionValue] = field(default_factory=dict)
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
+    replay_limit: int = 2_000_000
+    """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
 
 
 def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
