@@ -46,7 +46,7 @@ class TaskSpec:
             return self.env_fn()
         env = self.env_fns[i]()
         _check_same_spaces(env, self, i)
-        return _trust_engine_actions(env)
+        return env
 
     def probe_fits(self, i: int) -> bool:
         """Whether the probe env may serve as env `i` (with one factory per env: only env 0)."""
@@ -83,10 +83,23 @@ class _ValidatedDiscrete(gym.spaces.Discrete):
 
 
 def _trust_engine_actions(env: gym.Env) -> gym.Env:
-    """Switch the env's own Discrete action space to the validated variant (same state)."""
-    space = getattr(env.unwrapped, "action_space", None)
+    """Give an env the engine built from a task id a validated copy of its Discrete action
+    space (same bounds and random state).
+
+    Only for envs built from an id: the env is then the engine's own. The user's objects are
+    never touched: not the space object itself (envs commonly share one, as a class or module
+    attribute, and gymnasium tells spaces apart by exact class), and not the envs a user's
+    factory returns. Those keep gymnasium's own `contains`.
+    """
+    inner = env.unwrapped
+    space = getattr(inner, "action_space", None)
     if type(space) is gym.spaces.Discrete:
-        space.__class__ = _ValidatedDiscrete
+        fresh = copy.deepcopy(space)  # ours alone: its class may change, its RNG is not shared
+        fresh.__class__ = _ValidatedDiscrete
+        try:
+            inner.action_space = fresh
+        except AttributeError:  # a read-only property: the env keeps gymnasium's check
+            pass
     return env
 
 
@@ -173,11 +186,13 @@ def resolve(
         raise TypeError(f"the env factory returned {type(probe).__name__}, expected a gymnasium.Env")
     if max_episode_steps is not None and max_episode_steps <= 0:
         raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
-    action_space = copy.deepcopy(probe.action_space)  # users see the plain space
-    _trust_engine_actions(probe)
+    action_space = copy.deepcopy(probe.action_space)  # users see a space of their own
+    if isinstance(task, str):  # the engine built these envs: they may trust its validation
+        _trust_engine_actions(probe)
+        env_fn = _trusting(env_fn)
     return TaskSpec(
         name=name,
-        env_fn=_trusting(env_fn),
+        env_fn=env_fn,
         observation_space=probe.observation_space,
         action_space=action_space,
         max_episode_steps=max_episode_steps if max_episode_steps is not None else limit,

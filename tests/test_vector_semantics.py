@@ -1,0 +1,82 @@
+"""make_vec / make / make_sb3 give the results Gymnasium's and SB3's own vector envs give,
+and leave the objects a user hands in as they were (issue 24)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import seedpool
+
+pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
+
+BACKENDS = ["serial", "thread", "process"]
+
+# One space object shared by every env of a class, as envs commonly declare it.
+SHARED_ACTIONS = spaces.Discrete(3)
+
+
+class SharedSpaceEnv(gym.Env):
+    """Every instance shares the class's (and the module's) action space object."""
+
+    action_space = SHARED_ACTIONS
+    observation_space = spaces.Box(-10.0, 10.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action), action
+        return np.full(1, float(action), np.float32), float(action), False, False, {}
+
+
+gym.register("SeedpoolTestSharedSpace-v0", entry_point=SharedSpaceEnv, max_episode_steps=5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("how", ["make_vec_env_fns", "make_factory", "make_id"])
+def test_a_users_shared_space_keeps_its_class(backend, how):
+    if how == "make_vec_env_fns":
+        pool = seedpool.make_vec([SharedSpaceEnv] * 3, backend=backend)
+    elif how == "make_factory":
+        pool = seedpool.make(SharedSpaceEnv, num_envs=3, backend=backend)
+    else:
+        pool = seedpool.make("SeedpoolTestSharedSpace-v0", num_envs=3, backend=backend)
+    try:
+        pool.reset(seed=0)
+        _, rew, *_ = pool.step(np.array([0, 1, 2]))
+    finally:
+        pool.close()
+    assert rew.tolist() == [0.0, 1.0, 2.0]
+    assert type(SHARED_ACTIONS) is spaces.Discrete
+    assert SharedSpaceEnv.action_space is SHARED_ACTIONS
+    assert "contains" not in vars(SHARED_ACTIONS)
+
+
+def test_envs_sharing_a_space_still_work_in_gymnasium_after_seedpool():
+    vec = seedpool.make_vec([SharedSpaceEnv] * 2, backend="serial")
+    vec.reset(seed=0)
+    vec.step(np.array([1, 2]))
+    vec.close()
+    # gymnasium tells spaces apart by exact class: a swapped class is refused here.
+    batched = gym.vector.utils.batch_differing_spaces([SharedSpaceEnv.action_space] * 2)
+    assert isinstance(batched, spaces.MultiDiscrete)
+    envs = gym.vector.SyncVectorEnv([SharedSpaceEnv] * 2, observation_mode="different")
+    envs.reset(seed=0)
+    _, rew, *_ = envs.step(np.array([1, 2]))
+    envs.close()
+    assert rew.tolist() == [1.0, 2.0]
+
+
+def test_engine_built_envs_still_reject_out_of_range_actions_themselves():
+    """The engine's own envs (built from an id) check with a copy of the space that trusts
+    the pool's validation; the answer for a value the pool never sends stays gymnasium's."""
+    with seedpool.make("SeedpoolTestSharedSpace-v0", num_envs=1, backend="serial") as pool:
+        env = pool._exec.local.envs[0]
+        mine = env.unwrapped.action_space
+        assert mine is not SHARED_ACTIONS and mine == SHARED_ACTIONS
+        assert mine.contains(np.int64(2)) and not mine.contains(np.int64(3))
+        assert not mine.contains(1.5) and mine.contains(1)
