@@ -80,3 +80,57 @@ def test_engine_built_envs_still_reject_out_of_range_actions_themselves():
         assert mine is not SHARED_ACTIONS and mine == SHARED_ACTIONS
         assert mine.contains(np.int64(2)) and not mine.contains(np.int64(3))
         assert not mine.contains(1.5) and mine.contains(1)
+
+
+# -- make_sb3 keeps an env's own Monitor record ----------------------------------------
+
+
+class HalfReward(gym.RewardWrapper):
+    """Rewards x 0.5, outside the Monitor (as AtariWrapper's clipping sits outside it)."""
+
+    def reward(self, reward):
+        return 0.5 * reward
+
+
+def _cartpole_half_reward_with_monitor():
+    from stable_baselines3.common.monitor import Monitor
+
+    return HalfReward(Monitor(gym.make("CartPole-v1")))
+
+
+@pytest.mark.parametrize("backend", ["serial", "process"])
+def test_make_sb3_reports_the_monitors_raw_return_inside_a_reward_wrapper(backend):
+    pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed")
+    venv = seedpool.make_sb3([_cartpole_half_reward_with_monitor] * 2, backend=backend, seed=0)
+    episodes = []
+    try:
+        venv.reset()
+        rng = np.random.default_rng(0)
+        wrapped = np.zeros(2)
+        while len(episodes) < 6:
+            _, rew, dones, infos = venv.step(rng.integers(0, 2, size=2))
+            wrapped += rew
+            for i in np.flatnonzero(dones):
+                episodes.append((infos[i]["episode"], wrapped[i]))
+                wrapped[i] = 0.0
+    finally:
+        venv.close()
+    for record, wrapped_return in episodes:
+        # CartPole pays 1 per step: the raw return is the length; the wrapped one is half.
+        assert record["r"] == pytest.approx(record["l"])
+        assert wrapped_return == pytest.approx(0.5 * record["l"])
+
+
+def test_make_sb3_writes_its_own_record_when_the_env_has_no_monitor():
+    pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed")
+    venv = seedpool.make_sb3([lambda: HalfReward(gym.make("CartPole-v1"))] * 2, backend="serial", seed=0)
+    try:
+        venv.reset()
+        while True:
+            _, _, dones, infos = venv.step(np.zeros(2, np.int64))
+            if dones.any():
+                record = infos[int(np.flatnonzero(dones)[0])]["episode"]
+                break
+    finally:
+        venv.close()
+    assert record["r"] == pytest.approx(0.5 * record["l"])

@@ -5,7 +5,9 @@ synchronous pool with same-step autoreset and puts each batch in SB3's terms:
 `dones = terminated | truncated`; one info dict per env holding `TimeLimit.truncated`, and,
 on the step an episode ends, `terminal_observation` (the episode's last observation; the
 observation returned is already the next episode's first) and `episode = {"r", "l", "t"}`
-as SB3's `Monitor` writes it, so SB3's logger shows `ep_rew_mean` without a wrapper.
+as SB3's `Monitor` writes it, so SB3's logger shows `ep_rew_mean` without a wrapper. An env
+that has its own `Monitor` keeps that Monitor's record (it may sit inside a reward wrapper and
+count the raw rewards, as `make_vec_env` + `AtariWrapper` builds it).
 """
 
 from __future__ import annotations
@@ -123,8 +125,9 @@ class SeedpoolVecEnv(VecEnv):
                 infos[i]["restarted"] = True
                 continue
             infos[i]["terminal_observation"] = _row(info["final_obs"], i)
-            infos[i]["episode"] = {"r": round(float(info["episode_return"][i]), 6),
-                                   "l": int(info["episode_length"][i]), "t": t}
+            if "episode" not in infos[i]:  # an env's own Monitor record wins: it may count raw rewards
+                infos[i]["episode"] = {"r": round(float(info["episode_return"][i]), 6),
+                                       "l": int(info["episode_length"][i]), "t": t}
 
     def close(self) -> None:
         """Stop the engine's workers and close the envs; safe to call twice."""
