@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from seedpool.envs.buffers import FAILED, OK, Buffers
-from seedpool.envs.channel import CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.calls import CallFn, raise_outcome
+from seedpool.envs.channel import CALL, CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until
 from seedpool.envs.errors import EnvStepError, StepTimeoutError, WorkerDiedError
 from seedpool.envs.faults import POLL_S, FaultMonitor
 from seedpool.envs.handles import ProcessHandle, ThreadHandle, Worker
@@ -195,6 +196,37 @@ class Executor:
             w.link.commands.push([OPTIONS << OP_SHIFT])
             w.link.bell.ring()
             w.handle.send_payload(options, data)
+
+    def call(self, i: int, fn: CallFn, args: tuple) -> Any:
+        """Run `fn(env, *args)` on env i where it lives and return the result (see calls.py);
+        only while no env is in flight. The env's exception is raised again as its own type."""
+        k = int(self.owner[i])
+        if k < 0:
+            return fn(self.local.envs[i], *args)
+        w = self.workers[k]
+        try:
+            data = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL) if self.ctx is not None else None
+        except Exception as exc:  # noqa: BLE001 - any pickling failure means the same to the user
+            raise TypeError(f"{getattr(fn, '__name__', fn)}{args!r} cannot be pickled to reach env {i} in its "
+                            f"worker process: {exc}") from exc
+        # The command first: the worker then reads the payload (as for reset options).
+        w.link.commands.push([(CALL << OP_SHIFT) | i])
+        w.link.bell.ring()
+        w.handle.send_payload((fn, args), data)
+        started = time.monotonic()
+        while True:
+            report = w.handle.next_report(POLL_S)
+            if report is not None:
+                if report[1] == "call" and report[0] == i:
+                    return raise_outcome(i, report[2])
+                self.faults.keep(report)  # an env error of an earlier step: keep it for wait()
+                continue
+            self.faults.check()  # raises for a dead worker (or replaces it: the call is lost)
+            if self.workers[k] is not w:
+                raise WorkerDiedError(f"worker {k} died during a call to env {i}; it was replaced")
+            limit = self.cfg.step_timeout
+            if limit is not None and time.monotonic() - started > limit:
+                raise StepTimeoutError(f"env {i} did not answer a call within step_timeout={limit:g} s")
 
     def wait(self, n: int) -> list[int]:
         """Return n finished env ids, oldest first; raise if an env failed or a worker died."""

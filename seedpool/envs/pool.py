@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -118,6 +118,27 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
     def recv(self):
         """The first `batch_size` envs to finish: (obs, rew, terminated, truncated, info)."""
         return self._receive(self.batch_size, ordered=not self.is_async)
+
+    # -- per-env calls ----------------------------------------------------------------------
+    def env_call(self, fn: Callable[..., Any], *args: Any, env_ids: Any = None) -> list[Any]:
+        """`fn(env, *args)` for each env of `env_ids` (default all), run where the env lives;
+        the results in `env_ids` order. `fn` and `args` must be picklable for worker
+        processes (a module-level function). Only between steps: no env may be in flight."""
+        ids = self._call_ids(env_ids)
+        return [self._exec.call(i, fn, args) for i in ids]
+
+    def env_call_each(self, fn: Callable[..., Any], args: Sequence[tuple], env_ids: Any = None) -> list[Any]:
+        """As `env_call`, with its own arguments for each env: `fn(env_i, *args[k])`."""
+        ids = self._call_ids(env_ids)
+        if len(args) != len(ids):
+            raise ValueError(f"env_call_each needs one argument tuple per env ({len(ids)}), got {len(args)}")
+        return [self._exec.call(i, fn, a) for i, a in zip(ids, args)]
+
+    def _call_ids(self, env_ids: Any) -> list[int]:
+        self._check_open()
+        if self._n_in_flight:
+            raise EnvPoolError(f"a per-env call while {self._n_in_flight} envs are in flight: recv() them first")
+        return self._all_list if env_ids is None else validate.env_ids(env_ids, self.num_envs).tolist()
 
     # -- internals --------------------------------------------------------------------------
     def _send(self, action: Any, env_id: Any) -> np.ndarray:

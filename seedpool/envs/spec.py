@@ -38,6 +38,8 @@ class TaskSpec:
     prefer_processes: bool = False  # a family known to hold the GIL while stepping
     probe: gym.Env | None = None  # the env built to read the spaces; the serial backend reuses it
     env_fns: list[EnvFn] | None = None  # one factory per env id (a list of thunks), else None
+    metadata: dict[str, Any] = field(default_factory=dict)  # env 0's, as gymnasium's vector envs report it
+    render_mode: str | None = None  # env 0's
 
     def build(self, i: int) -> gym.Env:
         """A new env for env id `i`: from its own factory when the task was a list of them
@@ -199,6 +201,8 @@ def resolve(
         info_spec=_info_spec(probe, info_keys),
         prefer_processes=prefer_processes,
         probe=probe,
+        metadata=dict(getattr(probe, "metadata", None) or {}),
+        render_mode=getattr(probe, "render_mode", None),
     )
 
 

@@ -7,17 +7,25 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
+from seedpool.envs import calls
+from seedpool.envs.infos import ENGINE_KEYS
 from seedpool.envs.make import env_count, make
 from seedpool.envs.pool import EnvPool
+
+# The pool's own bookkeeping, which gymnasium's vector envs do not return ("final_obs" they do).
+_POOL_KEYS = tuple(k for k in ENGINE_KEYS if k != "final_obs")
 
 
 class SeedpoolVectorEnv(gym.vector.VectorEnv):
     """A synchronous VectorEnv backed by an EnvPool (any backend)."""
 
-    def __init__(self, pool: EnvPool):
+    def __init__(self, pool: EnvPool, engine_info: bool = False):
+        """`engine_info`: keep the pool's own info entries (env_id, elapsed_step,
+        episode_return, episode_length) beside the envs' own."""
         if pool.is_async:
             raise ValueError("a VectorEnv is synchronous: build the pool without batch_size < num_envs")
         self.pool = pool
+        self.engine_info = engine_info
         self.num_envs = pool.num_envs
         self.single_observation_space = pool.single_observation_space
         self.single_action_space = pool.single_action_space
@@ -25,16 +33,17 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(pool.single_observation_space, pool.num_envs)
         self.action_space = gym.vector.utils.batch_space(pool.single_action_space, pool.num_envs)
         mode = AutoresetMode.SAME_STEP if pool.autoreset == "same_step" else AutoresetMode.NEXT_STEP
-        self.metadata = {"autoreset_mode": mode}
-        self.render_mode = None
+        # As SyncVectorEnv: a copy of env 0's metadata (never the env's own dict), its render mode.
+        self.metadata = {**pool.task.metadata, "autoreset_mode": mode}
+        self.render_mode = pool.task.render_mode
         self._seed_batched_spaces()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         """Reset all envs; env i gets seed + i, and the spaces are seeded again from `seed`."""
-        out = self.pool.reset(seed=seed, options=options)
+        obs, info = self.pool.reset(seed=seed, options=options)
         if seed is not None:
             self._seed_batched_spaces()
-        return out
+        return obs, self._own(info)
 
     def _seed_batched_spaces(self) -> None:
         """Seed the batched spaces as the pool seeded its single ones (its first env's seed)."""
@@ -51,25 +60,67 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
             if done.any():  # SyncVectorEnv gives every ended env a final_info, empty or not
                 info.setdefault("final_info", {})
                 info["_final_info"] = done
-        return obs, rew, term, trunc, info
+        return obs, rew, term, trunc, self._own(info)
+
+    def _own(self, info: dict[str, Any]) -> dict[str, Any]:
+        """The info gymnasium returns: without the pool's bookkeeping unless asked for."""
+        if not self.engine_info:
+            for key in _POOL_KEYS:
+                info.pop(key, None)
+        return info
+
+    # -- per-env calls, run where each env lives (see seedpool/envs/calls.py) ----------------
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Each env's attribute `name` (through its wrappers), called with the arguments if callable."""
+        return tuple(self.pool.env_call(calls.call_attr, name, args, kwargs))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Each env's attribute `name`, looked up through its wrappers."""
+        return tuple(self.pool.env_call(calls.get_attr, name))
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Set `name` on every env: one value for all, or a list or tuple of one per env."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"values must be a list or tuple of one value per env ({self.num_envs}), "
+                             f"got {len(values)}")
+        self.pool.env_call_each(calls.set_attr, [(name, v) for v in values])
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Each env's `render()` (its frame for render_mode='rgb_array')."""
+        return tuple(self.pool.env_call(calls.render))
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:
+        """Each env's `np_random_seed`, as gymnasium's vector envs report it."""
+        return self.get_attr("np_random_seed")
+
+    @property
+    def np_random(self) -> tuple[Any, ...]:
+        """Each env's `np_random` generator (copies, for envs in worker processes)."""
+        return self.get_attr("np_random")
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the pool (workers and envs)."""
         self.pool.close()
 
 
-def make_vec(task: Any, num_envs: int | None = None, **kwargs: Any) -> SeedpoolVectorEnv:
+def make_vec(task: Any, num_envs: int | None = None, engine_info: bool = False, **kwargs: Any) -> SeedpoolVectorEnv:
     """`seedpool.make(...)` wrapped as a gymnasium VectorEnv (synchronous).
 
     `task` is an id, one env factory for every env, or, as `SyncVectorEnv(env_fns)` takes
     it, a list of zero-argument callables, env i built by `env_fns[i]` with its wrappers
     (in its worker, for worker processes). Every entry of the envs' `info` comes back batched
-    as gymnasium batches it; spaces are seeded from `seed` (and again by `reset(seed=...)`).
+    as gymnasium batches it, and nothing else unless `engine_info=True` (the pool's env_id,
+    elapsed_step, episode_return, episode_length); spaces are seeded from `seed` (and again
+    by `reset(seed=...)`). `call`, `get_attr`, `set_attr` and `render` reach each env where
+    it lives, on every backend.
     """
     n = env_count(task, num_envs)
     if kwargs.get("batch_size") not in (None, n):
         raise ValueError("make_vec builds a synchronous VectorEnv: batch_size must equal num_envs")
-    return SeedpoolVectorEnv(make(task, num_envs=num_envs, **kwargs))
+    return SeedpoolVectorEnv(make(task, num_envs=num_envs, **kwargs), engine_info=engine_info)
 
 
 __all__ = ["make_vec", "SeedpoolVectorEnv"]

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from seedpool.envs.buffers import FAILED
-from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, OPTIONS, Doorbell, Ring, spin_until
+from seedpool.envs.calls import run_call
+from seedpool.envs.channel import CALL, CLOSE, ENV_MASK, OP_SHIFT, OPTIONS, Doorbell, Ring, spin_until
 from seedpool.envs.runner import EnvRunner
 
 OP_NAMES = {0: "step", 1: "reset", 3: "reset"}
@@ -43,7 +44,9 @@ class WorkerLink:
 
     commands: Ring
     bell: Doorbell
-    report: Callable[[tuple[int, str, str]], None]  # a pipe's send (processes), a queue's put (threads)
+    # Env errors (env id, op, traceback) and call outcomes (env id, "call", Outcome): a pipe's
+    # send (processes), a queue's put (threads).
+    report: Callable[[tuple[int, str, Any]], None]
     spin_s: float
     read_payload: Callable[[], Any]  # blocks until the pool's next object arrives
 
@@ -70,6 +73,10 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             if op == OPTIONS:
                 options = link.read_payload()
                 runner.reset_options.update((j, options) for j in runner.env_ids)
+                continue
+            if op == CALL:
+                fn, args = link.read_payload()
+                link.report((i, "call", run_call(runner.envs[i], fn, args, pickled=parent_pid is not None)))
                 continue
             try:
                 status[i] = run(op, i)
