@@ -134,3 +134,79 @@ def test_make_sb3_writes_its_own_record_when_the_env_has_no_monitor():
     finally:
         venv.close()
     assert record["r"] == pytest.approx(0.5 * record["l"])
+
+
+# -- per-env calls reach each env where it lives ---------------------------------------
+
+
+class Gravity(gym.Env):
+    """A settable attribute, a method with arguments, an unpicklable attribute and a frame."""
+
+    observation_space = spaces.Box(-10.0, 10.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+    metadata = {"render_modes": ["rgb_array"]}
+
+    def __init__(self, render_mode=None):
+        self.render_mode = render_mode
+        self.gravity = 9.8
+        self.lock = __import__("threading").Lock()  # cannot be pickled
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.full(1, self.gravity, np.float32), 0.0, False, False, {}
+
+    def scaled(self, k, offset=0.0):
+        return self.gravity * k + offset
+
+    def render(self):
+        return np.full((2, 3, 3), int(self.gravity), np.uint8)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_make_vec_call_get_attr_set_attr_and_render_reach_every_env(backend):
+    vec = seedpool.make_vec([lambda: Gravity("rgb_array")] * 3, backend=backend, num_workers=2)
+    try:
+        vec.reset(seed=0)
+        assert vec.render_mode == "rgb_array"
+        assert vec.get_attr("gravity") == (9.8, 9.8, 9.8)
+        vec.set_attr("gravity", [1.0, 2.0, 3.0])
+        assert vec.call("scaled", 2, offset=1.0) == (3.0, 5.0, 7.0)
+        assert vec.call("gravity") == (1.0, 2.0, 3.0)  # not callable: the value, as gymnasium
+        obs, *_ = vec.step(np.zeros(3, np.int64))
+        assert obs[:, 0].tolist() == [1.0, 2.0, 3.0]  # the envs that step are the ones set
+        frames = vec.render()
+        assert [int(f[0, 0, 0]) for f in frames] == [1, 2, 3]
+        with pytest.raises(AttributeError, match="no attribute 'missing'"):
+            vec.get_attr("missing")
+        with pytest.raises(ValueError, match="one value per env"):
+            vec.set_attr("gravity", [1.0])
+        if backend == "process":
+            with pytest.raises(TypeError, match="'lock'.*cannot be pickled"):
+                vec.get_attr("lock")
+        assert vec.get_attr("gravity") == (1.0, 2.0, 3.0)  # the pool stays usable after errors
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_make_sb3_per_env_calls_and_env_is_wrapped_are_truthful(backend):
+    pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed")
+    from stable_baselines3.common.monitor import Monitor
+
+    fns = [lambda: Monitor(Gravity("rgb_array")), lambda: Gravity("rgb_array")]
+    venv = seedpool.make_sb3(fns, backend=backend)
+    try:
+        venv.reset()
+        assert venv.env_is_wrapped(Monitor) == [True, False]
+        assert venv.get_attr("render_mode") == ["rgb_array", "rgb_array"]
+        venv.set_attr("gravity", 4.0, indices=[1])
+        assert venv.get_attr("gravity") == [9.8, 4.0]
+        assert venv.env_method("scaled", 2, indices=1) == [8.0]
+        assert venv.has_attr("scaled") and not venv.has_attr("missing")
+        image = venv.render(mode="rgb_array")  # SB3 tiles the envs' frames
+        assert image is not None and image.shape[2] == 3
+    finally:
+        venv.close()

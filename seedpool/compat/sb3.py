@@ -14,36 +14,25 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from typing import Any
 
 import numpy as np
 
 try:
-    from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as err:
     raise ImportError(
         f"seedpool.make_sb3 needs Stable-Baselines3 ({err}): pip install 'seedpool[sb3]'"
     ) from err
 
+from seedpool.envs import calls
 from seedpool.envs.infos import ENGINE_KEYS
 from seedpool.envs.make import make
 from seedpool.envs.pool import EnvPool
 
 # The pool's own bookkeeping: turned into SB3's keys below, never copied into env infos.
 ENGINE_INFO_KEYS = ENGINE_KEYS
-
-_NO_PER_ENV_CALLS = (
-    "the envs of a seedpool VecEnv live inside the engine (in worker processes unless "
-    "backend='serial'), which steps and resets them but takes no other per-env calls. Give "
-    "settings as task options, make_sb3(task, n, key=value), or as reset options, "
-    "venv.set_options({...}) then venv.reset()"
-)
-_NO_RENDER = (
-    "a seedpool VecEnv does not render: its envs step inside the engine. Render with a separate "
-    "env, e.g. DummyVecEnv([lambda: gymnasium.make(env_id, render_mode='rgb_array')])"
-)
-
 
 class SeedpoolVecEnv(VecEnv):
     """A Stable-Baselines3 VecEnv backed by a synchronous, same-step-autoreset `EnvPool`."""
@@ -61,8 +50,6 @@ class SeedpoolVecEnv(VecEnv):
         # reset(seed=...), while SB3 seeds the algorithm's action space itself.
         observation_space = copy.deepcopy(pool.single_observation_space)
         action_space = copy.deepcopy(pool.single_action_space)
-        self._shared_attrs = {"render_mode": None, "observation_space": observation_space,
-                              "action_space": action_space}
         super().__init__(pool.num_envs, observation_space, action_space)
 
     # -- stepping -------------------------------------------------------------------------
@@ -133,52 +120,44 @@ class SeedpoolVecEnv(VecEnv):
         """Stop the engine's workers and close the envs; safe to call twice."""
         self.pool.close()
 
-    # -- per-env access -------------------------------------------------------------------
+    # -- per-env access: run where each env lives (see seedpool/envs/calls.py) --------------
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        """Attributes every env shares (`render_mode`, the single-env spaces); others raise
-        NotImplementedError, since the envs live inside the engine."""
-        n = self._count(indices)
-        if attr_name not in self._shared_attrs:
-            raise NotImplementedError(f"get_attr({attr_name!r}): {_NO_PER_ENV_CALLS}; get_attr answers "
-                                      f"only {sorted(self._shared_attrs)}")
-        return [self._shared_attrs[attr_name]] * n
+        """Each target env's attribute, looked up through its wrappers."""
+        return self.pool.env_call(calls.get_attr, attr_name, env_ids=self._ids(indices))
 
     def has_attr(self, attr_name: str) -> bool:
-        """True for the attributes `get_attr` answers; NotImplementedError for any other."""
-        return bool(self.get_attr(attr_name, indices=[0]))
+        """Whether every env has the attribute (asked where the env lives: nothing is pickled
+        but the answer, so it also works for attributes that cannot leave a worker process)."""
+        return all(self.pool.env_call(calls.has_attr, attr_name))
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(f"set_attr({attr_name!r}): {_NO_PER_ENV_CALLS}")
+        """Set the attribute on each target env (its outermost wrapper, as DummyVecEnv does)."""
+        self.pool.env_call(calls.set_plain_attr, attr_name, value, env_ids=self._ids(indices))
 
     def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(f"env_method({method_name!r}): {_NO_PER_ENV_CALLS}")
+        """Call a method of each target env (found through its wrappers); the results in order."""
+        return self.pool.env_call(calls.call_method, method_name, method_args, method_kwargs,
+                                  env_ids=self._ids(indices))
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        """True for SB3's `Monitor`, whose episode records this adapter writes itself (so
-        `evaluate_policy` trusts them); NotImplementedError for other wrappers."""
-        n = self._count(indices)
-        if wrapper_class is Monitor:
-            return [True] * n
-        raise NotImplementedError(f"env_is_wrapped({wrapper_class.__name__}): {_NO_PER_ENV_CALLS}; it "
-                                  "answers only for Monitor")
-
-    def render(self, mode: str | None = None) -> np.ndarray | None:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(_NO_RENDER)
+        """Whether each target env has a wrapper of `wrapper_class` (as DummyVecEnv answers)."""
+        return self.pool.env_call(calls.is_wrapped, wrapper_class, env_ids=self._ids(indices))
 
     def get_images(self) -> list[np.ndarray | None]:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(_NO_RENDER)
+        """Each env's frame (render_mode='rgb_array'); VecEnv.render() tiles them."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(f"The render mode is {self.render_mode}, but this method assumes it is "
+                          "`rgb_array` to obtain images.")
+            return [None] * self.num_envs
+        return self.pool.env_call(calls.render)
 
-    def _count(self, indices: Any) -> int:
-        """How many envs `indices` names (SB3's None, int or iterable), checked."""
-        ids = list(self._get_indices(indices))
-        bad = [i for i in ids if not 0 <= int(i) < self.num_envs]
+    def _ids(self, indices: Any) -> list[int]:
+        """The env ids SB3's `indices` (None, an int or an iterable) name, checked."""
+        ids = [int(i) for i in self._get_indices(indices)]
+        bad = [i for i in ids if not 0 <= i < self.num_envs]
         if bad:
             raise IndexError(f"env indices {bad} out of range 0..{self.num_envs - 1}")
-        return len(ids)
+        return ids
 
     def __repr__(self) -> str:
         return f"SeedpoolVecEnv({self.pool!r})"
