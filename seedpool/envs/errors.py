@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gymnasium.error import ClosedEnvironmentError
+
 
 class EnvPoolError(RuntimeError):
     """Base class of every error the engine raises on its own account."""
@@ -28,5 +30,13 @@ class StepTimeoutError(EnvPoolError):
     """Envs stayed in flight longer than the pool's `step_timeout`."""
 
 
-class ClosedError(EnvPoolError):
-    """The pool was used after `close()`."""
+class ClosedError(EnvPoolError, ClosedEnvironmentError):
+    """The pool was used after `close()` (also gymnasium's `ClosedEnvironmentError`)."""
+
+
+class WaitTimeout(EnvPoolError):
+    """A wait with a timeout ended before enough envs finished; they stay in flight."""
+
+
+class SpaceMismatchError(ValueError, RuntimeError):
+    """Envs of one pool whose spaces differ (a RuntimeError too, as gymnasium raises it)."""

@@ -18,7 +18,11 @@ from seedpool.envs.executor import Executor, ExecutorConfig
 from seedpool.envs.spaces import Nested
 from seedpool.envs.spec import TaskSpec
 
-AUTORESET_MODES = ("next_step", "same_step")
+# "disabled": an env whose episode ended is stepped on as it is until the caller resets it
+# (gymnasium's AutoresetMode.DISABLED, with reset(options={"reset_mask": ...})).
+AUTORESET_MODES = ("next_step", "same_step", "disabled")
+_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
+          "disabled": AutoresetMode.DISABLED}
 
 
 class EnvPool(gym.vector.VectorEnv, gym.Env):
@@ -58,8 +62,7 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self.config = pool_config(spec, num_envs, batch_size, self.backend, self.num_workers, autoreset,
                                   made_with or {})
         self.spec = PoolSpec.of(spec, self.config)
-        mode = AutoresetMode.SAME_STEP if autoreset == "same_step" else AutoresetMode.NEXT_STEP
-        self.metadata = {"render_modes": [], "autoreset_mode": mode}
+        self.metadata = {"render_modes": [], "autoreset_mode": _MODES[autoreset]}
         self._restart_info = executor_cfg.restart_workers
         # Where a Dict/Tuple action's batch size is read from (its first leaf); None: flat.
         nested = isinstance(spec.action_space, spaces.COMPOSITE)
@@ -75,26 +78,61 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._all_list = self._all.tolist()
         self._all32 = self._all.astype(np.int32)
         self._closed = False
-        self._exec = Executor(spec, num_envs, self._b, autoreset == "same_step", executor_cfg)
+        self._exec = Executor(spec, num_envs, self._b, autoreset, executor_cfg)
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
         """Reset every env (env i gets seed + i when a seed is given, and `options`, which
         must be picklable for the process backend); returns (obs, info). Keyword-only, as in
-        gymnasium: EnvPool's positional `reset(env_id)` must not pass for seeds."""
+        gymnasium: EnvPool's positional `reset(env_id)` must not pass for seeds.
+
+        `options={"reset_mask": mask}` (gymnasium's partial reset, a bool array of one entry
+        per env) resets only the envs where `mask` is True, each with its own seed and the
+        other options; the observations of the others are their latest, and the info holds
+        only what the reset envs returned."""
+        ids = self.start_reset(seed=seed, options=options)
+        return self.finish_reset(ids)
+
+    def start_reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None) -> np.ndarray:
+        """The first half of `reset`: start resetting the envs (all, or those of a reset
+        mask); returns their ids for `finish_reset`."""
         self._check_open()
         if self._n_in_flight:
             raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
         seeds = None if seed is None else env_seeds(seed, self.num_envs)  # checked before any effect
+        ids = self._all
+        if options is not None and "reset_mask" in options:
+            ids = np.flatnonzero(validate.reset_mask(options["reset_mask"], self.num_envs))
+            options = {k: v for k, v in options.items() if k != "reset_mask"}  # not the caller's dict
         if options is not None:
-            self._exec.set_reset_options(options)
+            self._exec.set_reset_options(options, ids.tolist())
         if seeds is not None:
-            self._b.seed[:] = seeds
+            self._b.seed[ids] = np.asarray(seeds)[ids]
             self._seed_spaces(seeds)
-        self._submit(self._all, RESET)
-        out = self._receive(self.num_envs, ordered=True)
+        self._submit(ids, RESET)
+        return ids
+
+    def finish_reset(self, ids: np.ndarray, timeout: float | None = None):
+        """The second half of `reset`: (obs, info) once the envs `ids` are reset. With
+        `timeout`, WaitTimeout if worker envs take longer (they stay in flight: call again)."""
+        if ids is self._all:
+            out = self._receive(self.num_envs, ordered=True, timeout=timeout)
+        else:
+            out = self._receive_partial_reset(len(ids), timeout)
         return out[0], out[4]
+
+    def _receive_partial_reset(self, n: int, timeout: float | None):
+        """Every env's row after a reset of `n` of them (their results are in the rows)."""
+        self._check_open()
+        try:
+            got = self._exec.wait(n, timeout)
+        except EnvStepError as err:
+            self._recover(err.env_id)
+            raise
+        self._n_in_flight -= n
+        self._in_flight[got] = False
+        return self._batch(None, self._all32.copy())
 
     def step(self, action: Any, env_id: Any = None):
         """send(action, env_id) then recv(); in sync mode the results follow env_id order."""
@@ -115,9 +153,11 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         """Start stepping the envs `env_id` (default: all) with `action` (leading dim = len(env_id))."""
         self._send(action, env_id)
 
-    def recv(self):
-        """The first `batch_size` envs to finish: (obs, rew, terminated, truncated, info)."""
-        return self._receive(self.batch_size, ordered=not self.is_async)
+    def recv(self, timeout: float | None = None):
+        """The first `batch_size` envs to finish: (obs, rew, terminated, truncated, info).
+        With `timeout` (seconds), WaitTimeout if worker envs take longer; they stay in
+        flight and a later recv() returns them (envs stepped in this process cannot time out)."""
+        return self._receive(self.batch_size, ordered=not self.is_async, timeout=timeout)
 
     # -- per-env calls ----------------------------------------------------------------------
     def env_call(self, fn: Callable[..., Any], *args: Any, env_ids: Any = None) -> list[Any]:
@@ -178,14 +218,14 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._n_in_flight += len(id_list)
         self._exec.submit(id_list, op)
 
-    def _receive(self, n: int, ordered: bool):
+    def _receive(self, n: int, ordered: bool, timeout: float | None = None):
         self._check_open()
         if self._n_in_flight < n:
             raise EnvPoolError(
                 f"recv() needs {n} envs in flight, but {self._n_in_flight} are: send() actions first"
             )
         try:
-            got = self._exec.wait(n)
+            got = self._exec.wait(n, timeout)
         except EnvStepError as err:
             self._recover(err.env_id)
             raise

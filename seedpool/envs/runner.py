@@ -38,12 +38,14 @@ class EnvRunner:
         env_ids: list[int],
         num_envs: int,
         buffers: Buffers,
-        same_step: bool,
+        autoreset: str,
         envs: dict[int, gym.Env] | None = None,
         restarted: bool = False,
     ):
+        """`autoreset`: "next_step", "same_step" or "disabled" (an ended env is stepped on)."""
         self.b = buffers
-        self.same_step = same_step
+        self.same_step = autoreset == "same_step"
+        self.autoreset = autoreset != "disabled"
         self.limit = spec.max_episode_steps
         self.env_ids = list(env_ids)
         # Indexed by global env id so the hot path does no dict lookups.
@@ -65,15 +67,13 @@ class EnvRunner:
         `reset_options`, if any) and write row i."""
         self.restart_marks.discard(i)
         b = self.b
-        kwargs = {}
-        seed = int(b.seed[i])
+        seed: int | None = int(b.seed[i])
         if seed >= 0:
             b.seed[i] = -1
-            kwargs["seed"] = seed
-        options = self.reset_options.pop(i, None)
-        if options is not None:
-            kwargs["options"] = options
-        obs, info = self.envs[i].reset(**kwargs)
+        else:
+            seed = None
+        # Both by keyword, always, as gymnasium's vector envs call it.
+        obs, info = self.envs[i].reset(seed=seed, options=self.reset_options.pop(i, None))
         self.needs_reset[i] = False
         self.elapsed[i] = 0
         self.returns[i] = 0.0
@@ -154,7 +154,7 @@ class EnvRunner:
                             self._same_step_info(i, final_info, info)
                         elapsed[i] = 0
                         returns[i] = 0.0
-                    else:
+                    elif self.autoreset:
                         needs_reset[i] = True
                 write_obs(i, obs)
         except Exception as exc:

@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from seedpool.envs import registry
+from seedpool.envs.errors import SpaceMismatchError
 
 EnvFn = Callable[[], gym.Env]
 Task = Union[str, EnvFn, Sequence[EnvFn]]
@@ -63,7 +64,7 @@ def _check_same_spaces(env: Any, spec: TaskSpec, i: int) -> None:
                               ("action", env.action_space, spec.action_space)):
         if mine != first:
             env.close()
-            raise ValueError(
+            raise SpaceMismatchError(
                 f"env_fns[{i}] built an env whose {role} space {mine} differs from env_fns[0]'s "
                 f"{first}: every env of a pool must have the same spaces"
             )

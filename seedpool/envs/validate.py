@@ -100,3 +100,17 @@ def _check_integer(a: np.ndarray) -> None:
         if a.dtype.kind == "f" and np.isnan(a).any():
             raise ValueError("actions contain NaN")
         raise TypeError(f"discrete actions must be integers, got dtype {a.dtype}")
+
+
+def reset_mask(mask: Any, num_envs: int) -> np.ndarray:
+    """`options["reset_mask"]` checked as gymnasium's vector envs check it (the same errors)."""
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+    if not mask.any():
+        raise ValueError("`options['reset_mask']` must contain a boolean array with at least one True "
+                         f"value, got reset_mask={mask}")
+    return mask

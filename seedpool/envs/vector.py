@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import warnings
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.vector import AutoresetMode
+import numpy as np
+from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 
 from seedpool.envs import calls
+from seedpool.envs.errors import WaitTimeout
 from seedpool.envs.infos import ENGINE_KEYS
 from seedpool.envs.make import env_count, make
 from seedpool.envs.pool import EnvPool
@@ -32,18 +36,44 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         # Gymnasium's batched spaces (the pool's own follow EnvPool: the single env's).
         self.observation_space = gym.vector.utils.batch_space(pool.single_observation_space, pool.num_envs)
         self.action_space = gym.vector.utils.batch_space(pool.single_action_space, pool.num_envs)
-        mode = AutoresetMode.SAME_STEP if pool.autoreset == "same_step" else AutoresetMode.NEXT_STEP
         # As SyncVectorEnv: a copy of env 0's metadata (never the env's own dict), its render mode.
-        self.metadata = {**pool.task.metadata, "autoreset_mode": mode}
+        self.metadata = {**pool.task.metadata, "autoreset_mode": pool.metadata["autoreset_mode"]}
         self.render_mode = pool.task.render_mode
+        self._pending: str | None = None  # "reset" or "step" between *_async and *_wait
+        self._resetting: np.ndarray | None = None
         self._seed_batched_spaces()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
-        """Reset all envs; env i gets seed + i, and the spaces are seeded again from `seed`."""
-        obs, info = self.pool.reset(seed=seed, options=options)
+        """Reset all envs (or those of `options["reset_mask"]`); env i gets seed + i, and the
+        spaces are seeded again from `seed`."""
+        self.reset_async(seed=seed, options=options)
+        return self.reset_wait()
+
+    def reset_async(self, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start the reset (AsyncVectorEnv's spelling); collect it with `reset_wait`."""
+        self._refuse_pending("reset_async")
+        self._resetting = self.pool.start_reset(seed=seed, options=options)
+        self._pending = "reset"
         if seed is not None:
             self._seed_batched_spaces()
+
+    def reset_wait(self, timeout: float | None = None, **kwargs: Any):
+        """(obs, info) of the reset `reset_async` started; `multiprocessing.TimeoutError` after
+        `timeout` seconds (the reset goes on: call again)."""
+        if self._pending != "reset":
+            raise NoAsyncCallError("Calling `reset_wait` without any prior call to `reset_async`.", "reset")
+        try:
+            obs, info = self.pool.finish_reset(self._resetting, timeout)
+        except WaitTimeout:
+            raise multiprocessing.TimeoutError(f"The call to `reset_wait` has timed out after {timeout} second(s).") from None
+        self._pending = None
         return obs, self._own(info)
+
+    def _refuse_pending(self, caller: str) -> None:
+        if self._pending is not None:
+            raise AlreadyPendingCallError(
+                f"Calling `{caller}` while waiting for a pending call to `{self._pending}` to complete",
+                str(self._pending))
 
     def _seed_batched_spaces(self) -> None:
         """Seed the batched spaces as the pool seeded its single ones (its first env's seed)."""
@@ -53,7 +83,26 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
 
     def step(self, actions: Any):
         """Step all envs with one batched action."""
-        obs, rew, term, trunc, info = self.pool.step(actions)
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: Any) -> None:
+        """Start stepping every env (AsyncVectorEnv's spelling): the envs in workers step
+        while the caller does something else; collect the results with `step_wait`."""
+        self._refuse_pending("step_async")
+        self.pool.send(actions)
+        self._pending = "step"
+
+    def step_wait(self, timeout: float | None = None, **kwargs: Any):
+        """The results of `step_async`; `multiprocessing.TimeoutError` after `timeout` seconds
+        (the step goes on: call again)."""
+        if self._pending != "step":
+            raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
+        try:
+            obs, rew, term, trunc, info = self.pool.recv(timeout)
+        except WaitTimeout:
+            raise multiprocessing.TimeoutError(f"The call to `step_wait` has timed out after {timeout} second(s).") from None
+        self._pending = None
         if "final_obs" in info:
             done = term | trunc
             info["_final_obs"] = done
@@ -102,7 +151,10 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         return self.get_attr("np_random")
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close the pool (workers and envs)."""
+        """Close the pool (workers and envs), saying so if a call was still pending."""
+        if self._pending is not None:
+            warnings.warn(f"Calling `close` while waiting for a pending call to `{self._pending}` to complete.",
+                          stacklevel=3)
         self.pool.close()
 
 

@@ -71,8 +71,8 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             if op == CLOSE:
                 return
             if op == OPTIONS:
-                options = link.read_payload()
-                runner.reset_options.update((j, options) for j in runner.env_ids)
+                options, ids = link.read_payload()
+                runner.reset_options.update((j, options) for j in ids)
                 continue
             if op == CALL:
                 fn, args = link.read_payload()
