@@ -210,3 +210,76 @@ def test_make_sb3_per_env_calls_and_env_is_wrapped_are_truthful(backend):
         assert image is not None and image.shape[2] == 3
     finally:
         venv.close()
+
+
+# -- gymnasium's autoreset-disabled mode, partial resets and the overlap API -------------
+
+
+class Counter(gym.Env):
+    """obs = steps since the last reset; the episode ends after 2 steps; reset info says so."""
+
+    observation_space = spaces.Box(0, 100, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {"reset": True, "options": options}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(1, self.t, np.float32), 1.0, self.t >= 2, False, {}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_autoreset_disabled_steps_on_and_a_reset_mask_resets_only_those_envs(backend):
+    vec = seedpool.make_vec([Counter] * 3, backend=backend, num_workers=2, autoreset="disabled", seed=None)
+    try:
+        assert vec.metadata["autoreset_mode"] == gym.vector.AutoresetMode.DISABLED
+        vec.reset(seed=5)
+        for _ in range(3):
+            obs, _, term, _, info = vec.step(np.zeros(3, np.int64))
+        assert obs[:, 0].tolist() == [3, 3, 3] and term.all()  # no env was reset on its own
+        options = {"reset_mask": np.array([True, False, True]), "level": 2}
+        obs, info = vec.reset(options=options)
+        assert "reset_mask" in options  # the caller's dict is left as it was
+        assert obs[:, 0].tolist() == [0, 3, 0]
+        assert info["_reset"].tolist() == [True, False, True]
+        # Each reset env got the options less the mask (a dict entry is batched as gymnasium does).
+        assert info["options"]["_level"].tolist() == [True, False, True]
+        assert info["options"]["level"][[0, 2]].tolist() == [2, 2]
+        obs, *_ = vec.step(np.zeros(3, np.int64))
+        assert obs[:, 0].tolist() == [1, 4, 1]
+        assert vec.np_random_seed == (5, 6, 7)  # reset(seed=None) keeps each env's seed
+        with pytest.raises(ValueError, match=r"must have shape `\(3,\)`, got \(2,\)"):
+            vec.reset(options={"reset_mask": np.array([True, False])})
+        with pytest.raises(TypeError, match="must be a numpy array"):
+            vec.reset(options={"reset_mask": [True, False, True]})
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_async_and_wait_match_step_and_misuse_is_named(backend):
+    vec = seedpool.make_vec([Counter] * 2, backend=backend, num_workers=2)
+    ref = seedpool.make_vec([Counter] * 2, backend=backend, num_workers=2)
+    try:
+        vec.reset_async(seed=0)
+        with pytest.raises(gym.error.AlreadyPendingCallError, match="pending call to `reset`"):
+            vec.step_async(np.zeros(2, np.int64))
+        obs, info = vec.reset_wait()
+        ref_obs, _ = ref.reset(seed=0)
+        np.testing.assert_array_equal(obs, ref_obs)
+        with pytest.raises(gym.error.NoAsyncCallError, match="without any prior call to `step_async`"):
+            vec.step_wait()
+        for _ in range(3):
+            vec.step_async(np.ones(2, np.int64))
+            got = vec.step_wait()
+            want = ref.step(np.ones(2, np.int64))
+            for a, b in zip(got[:4], want[:4]):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        vec.close()
+        ref.close()
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        vec.reset()
