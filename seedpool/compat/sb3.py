@@ -17,6 +17,7 @@ import time
 import warnings
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 try:
@@ -64,8 +65,9 @@ class SeedpoolVecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Validate the actions and start stepping every env."""
-        self.pool.send(actions)
+        """Validate the actions and start stepping every env. For Dict and Tuple action spaces,
+        as DummyVecEnv indexes them, a sequence of one action per env is taken too."""
+        self.pool.send(_batched_actions(self.action_space, actions, self.num_envs))
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         """The results of `step_async`: (obs, rewards, dones, infos) in SB3's terms."""
@@ -161,6 +163,21 @@ class SeedpoolVecEnv(VecEnv):
 
     def __repr__(self) -> str:
         return f"SeedpoolVecEnv({self.pool!r})"
+
+
+def _batched_actions(space: Any, actions: Any, n: int) -> Any:
+    """SB3's per-env list of Dict/Tuple actions (`actions[i]` is env i's, as DummyVecEnv steps
+    them) as the engine's batch; anything else as it came (the engine validates it)."""
+    if isinstance(space, gym.spaces.Dict):
+        per_env = not isinstance(actions, dict)
+    elif isinstance(space, gym.spaces.Tuple):
+        per_env = isinstance(actions, (list, tuple)) and len(actions) == n and all(
+            isinstance(a, tuple) for a in actions)
+    else:
+        return actions
+    if not per_env or len(actions) != n:
+        return actions
+    return gym.vector.utils.concatenate(space, list(actions), gym.vector.utils.create_empty_array(space, n))
 
 
 def _shared_options(options: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -189,9 +189,15 @@ class EnvRunner:
     def _build_envs(self, spec: TaskSpec, given: dict[int, gym.Env]) -> None:
         """Build (or take from `given`) each env; if one fails, close the others and raise."""
         try:
+            built: dict[int, int] = {}  # id of each env's unwrapped object -> its env id
             for i in self.env_ids:
                 env = given.pop(i) if i in given and spec.probe_fits(i) else None
-                self.envs[i] = env if env is not None else spec.build(i)
+                env = self.envs[i] = env if env is not None else spec.build(i)
+                first = built.setdefault(id(env.unwrapped), i)
+                if first != i:  # as SB3's DummyVecEnv refuses it: the envs would step as one
+                    self.envs[i] = None
+                    raise ValueError(f"the factories of envs {first} and {i} returned the same env instance; "
+                                     "each factory must build a new env (e.g. lambda: MyEnv(), not lambda: env)")
         except BaseException:
             self.close()
             raise
