@@ -12,7 +12,7 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 
 from seedpool.envs import calls
 from seedpool.envs.errors import WaitTimeout
-from seedpool.envs.infos import ENGINE_KEYS
+from seedpool.envs.infos import ENGINE_KEYS, batch_infos
 from seedpool.envs.make import env_count, make
 from seedpool.envs.pool import EnvPool
 
@@ -103,10 +103,14 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         except WaitTimeout:
             raise multiprocessing.TimeoutError(f"The call to `step_wait` has timed out after {timeout} second(s).") from None
         self._pending = None
-        if "final_obs" in info:
+        if "final_obs" in info:  # same-step autoreset
+            final = info.pop("final_obs")
             done = term | trunc
-            info["_final_obs"] = done
-            if done.any():  # SyncVectorEnv gives every ended env a final_info, empty or not
+            if done.any():
+                # As SyncVectorEnv: each ended env's last observation, batched by gymnasium's
+                # own rule (an object array), and a final_info for each, empty or not.
+                ended = [(i, {"final_obs": _element(final, i)}) for i in np.flatnonzero(done).tolist()]
+                info.update(batch_infos(ended, self.num_envs))
                 info.setdefault("final_info", {})
                 info["_final_info"] = done
         return obs, rew, term, trunc, self._own(info)
@@ -156,6 +160,15 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
             warnings.warn(f"Calling `close` while waiting for a pending call to `{self._pending}` to complete.",
                           stacklevel=3)
         self.pool.close()
+
+
+def _element(tree: Any, i: int) -> Any:
+    """Env i's element of a batch (an array, or a dict/tuple nesting of arrays)."""
+    if isinstance(tree, dict):
+        return {k: _element(v, i) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(_element(v, i) for v in tree)
+    return tree[i]
 
 
 def make_vec(task: Any, num_envs: int | None = None, engine_info: bool = False, **kwargs: Any) -> SeedpoolVectorEnv:
