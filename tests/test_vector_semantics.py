@@ -283,3 +283,40 @@ def test_step_async_and_wait_match_step_and_misuse_is_named(backend):
         ref.close()
     with pytest.raises(gym.error.ClosedEnvironmentError):
         vec.reset()
+
+
+# -- observation_mode, as gymnasium's vector envs take it -------------------------------
+
+
+class BoundedObs(gym.Env):
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, high, shape=(2,)):
+        self.observation_space = spaces.Box(0.0, high, shape, np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(self.observation_space.shape, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(self.observation_space.shape, np.float32), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_observation_mode_different_batches_each_envs_bounds(backend):
+    fns = [lambda h=h: BoundedObs(h) for h in (1.0, 2.0, 3.0)]
+    with pytest.raises(RuntimeError, match="not equivalent.*observation_mode='different'"):
+        seedpool.make_vec(fns, backend=backend, num_workers=2)
+    vec = seedpool.make_vec(fns, backend=backend, num_workers=2, observation_mode="different")
+    try:
+        assert vec.single_observation_space == BoundedObs(1.0).observation_space
+        assert vec.observation_space.high[:, 0].tolist() == [1.0, 2.0, 3.0]
+        vec.reset(seed=0)
+        vec.step(np.zeros(3, np.int64))
+    finally:
+        vec.close()
+    with pytest.raises(RuntimeError, match="other shapes or dtypes"):
+        seedpool.make_vec([lambda: BoundedObs(1.0), lambda: BoundedObs(1.0, (3,))], backend=backend,
+                          observation_mode="different")
+    with pytest.raises(ValueError, match="Invalid `observation_mode`"):
+        seedpool.make_vec(fns, backend=backend, observation_mode="invalid")

@@ -154,12 +154,13 @@ class SeedpoolVecEnv(VecEnv):
         return self.pool.env_call(calls.render)
 
     def _ids(self, indices: Any) -> list[int]:
-        """The env ids SB3's `indices` (None, an int or an iterable) name, checked."""
+        """The env ids SB3's `indices` (None, an int or an iterable; negative ones count from
+        the end, as DummyVecEnv's list indexing does) name, checked."""
         ids = [int(i) for i in self._get_indices(indices)]
-        bad = [i for i in ids if not 0 <= i < self.num_envs]
+        bad = [i for i in ids if not -self.num_envs <= i < self.num_envs]
         if bad:
-            raise IndexError(f"env indices {bad} out of range 0..{self.num_envs - 1}")
-        return ids
+            raise IndexError(f"env indices {bad} out of range for {self.num_envs} envs")
+        return [i % self.num_envs for i in ids]
 
     def __repr__(self) -> str:
         return f"SeedpoolVecEnv({self.pool!r})"

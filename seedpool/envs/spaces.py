@@ -56,6 +56,17 @@ def check(space: gym.Space, role: str) -> None:
                         f"{type(space).__name__}")
 
 
+def same_layout(a: gym.Space, b: gym.Space) -> bool:
+    """Whether elements of `a` and `b` fit the same buffers (same nesting, leaf kinds, shapes
+    and dtypes); bounds may differ."""
+    try:
+        la = [(p, type(s), leaf_layout(s)) for p, s in leaves(a)]
+        lb = [(p, type(s), leaf_layout(s)) for p, s in leaves(b)]
+    except TypeError:
+        return False
+    return type(a) is type(b) and la == lb
+
+
 def _unsupported(space: gym.Space) -> str:
     return (f"seedpool cannot batch a {type(space).__name__} space; supported: Box, Discrete, "
             "MultiDiscrete, MultiBinary, and Dict and Tuple of those nested to any depth")

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence, Union
 import gymnasium as gym
 import numpy as np
 
-from seedpool.envs import registry
+from seedpool.envs import registry, spaces
 from seedpool.envs.errors import SpaceMismatchError
 
 EnvFn = Callable[[], gym.Env]
@@ -41,6 +41,9 @@ class TaskSpec:
     env_fns: list[EnvFn] | None = None  # one factory per env id (a list of thunks), else None
     metadata: dict[str, Any] = field(default_factory=dict)  # env 0's, as gymnasium's vector envs report it
     render_mode: str | None = None  # env 0's
+    # "same": every env has env 0's observation space; "different" (or gymnasium's tuple of a
+    # single and a batched space): spaces may differ in bounds, not in shapes and dtypes.
+    observation_mode: Any = "same"
 
     def build(self, i: int) -> gym.Env:
         """A new env for env id `i`: from its own factory when the task was a list of them
@@ -57,17 +60,38 @@ class TaskSpec:
 
 
 def _check_same_spaces(env: Any, spec: TaskSpec, i: int) -> None:
-    """Raise a ValueError if env `i`, built by its own factory, cannot be batched with env 0."""
+    """Raise a SpaceMismatchError if env `i`, built by its own factory, cannot be batched
+    with env 0 (its observation space may differ in bounds with observation_mode="different")."""
     if not isinstance(env, gym.Env):
         raise TypeError(f"env_fns[{i}] returned {type(env).__name__}, expected a gymnasium.Env")
-    for role, mine, first in (("observation", env.observation_space, spec.observation_space),
-                              ("action", env.action_space, spec.action_space)):
-        if mine != first:
-            env.close()
-            raise SpaceMismatchError(
-                f"env_fns[{i}] built an env whose {role} space {mine} differs from env_fns[0]'s "
-                f"{first}: every env of a pool must have the same spaces"
-            )
+    mine, first = env.observation_space, spec.observation_space
+    if spec.observation_mode == "same" and mine != first:
+        env.close()
+        raise SpaceMismatchError(
+            f"env_fns[{i}] built an env whose observation space {mine} differs from env_fns[0]'s {first}: "
+            "the sub-environments observation spaces are not equivalent. If this is intentional, use "
+            "`observation_mode='different'` instead (spaces of the same shapes and dtypes)")
+    if spec.observation_mode != "same" and not spaces.same_layout(mine, first):
+        env.close()
+        raise SpaceMismatchError(
+            f"env_fns[{i}] built an env whose observation space {mine} has other shapes or dtypes than "
+            f"env_fns[0]'s {first}: with observation_mode='different' the spaces may differ only in bounds")
+    if env.action_space != spec.action_space:
+        env.close()
+        raise SpaceMismatchError(f"env_fns[{i}] built an env whose action space {env.action_space} differs "
+                                 f"from env_fns[0]'s {spec.action_space}: every env of a pool must have the "
+                                 "same action space")
+
+
+OBSERVATION_MODES = ("same", "different")
+
+
+def check_observation_mode(mode: Any) -> None:
+    """A ValueError unless `mode` is "same", "different" or a (single, batched) pair of spaces."""
+    pair = isinstance(mode, tuple) and len(mode) == 2 and all(isinstance(s, gym.Space) for s in mode)
+    if not pair and not (isinstance(mode, str) and mode in OBSERVATION_MODES):
+        raise ValueError("Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and "
+                         f"batch observation space, actual got {mode}")
 
 
 class _ValidatedDiscrete(gym.spaces.Discrete):

@@ -34,7 +34,7 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         self.single_observation_space = pool.single_observation_space
         self.single_action_space = pool.single_action_space
         # Gymnasium's batched spaces (the pool's own follow EnvPool: the single env's).
-        self.observation_space = gym.vector.utils.batch_space(pool.single_observation_space, pool.num_envs)
+        self.observation_space = self._batched_observation_space(pool)
         self.action_space = gym.vector.utils.batch_space(pool.single_action_space, pool.num_envs)
         # As SyncVectorEnv: a copy of env 0's metadata (never the env's own dict), its render mode.
         self.metadata = {**pool.task.metadata, "autoreset_mode": pool.metadata["autoreset_mode"]}
@@ -42,6 +42,16 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         self._pending: str | None = None  # "reset" or "step" between *_async and *_wait
         self._resetting: np.ndarray | None = None
         self._seed_batched_spaces()
+
+    def _batched_observation_space(self, pool: EnvPool) -> gym.Space:
+        """As gymnasium's vector envs batch it for the pool's observation_mode."""
+        mode = pool.task.observation_mode
+        if isinstance(mode, tuple):  # (single, batched), given by the caller
+            self.single_observation_space = mode[0]
+            return mode[1]
+        if mode == "different":  # each env's own bounds, asked where the env lives
+            return gym.vector.utils.batch_differing_spaces(pool.env_call(calls.get_attr, "observation_space"))
+        return gym.vector.utils.batch_space(pool.single_observation_space, pool.num_envs)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         """Reset all envs (or those of `options["reset_mask"]`); env i gets seed + i, and the
