@@ -320,3 +320,35 @@ def test_observation_mode_different_batches_each_envs_bounds(backend):
                           observation_mode="different")
     with pytest.raises(ValueError, match="Invalid `observation_mode`"):
         seedpool.make_vec(fns, backend=backend, observation_mode="invalid")
+
+
+# -- an env's exception is catchable as its own type, as gymnasium re-raises it ----------
+
+
+class Raises(gym.Env):
+    observation_space = spaces.Discrete(2)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        if seed == 1:
+            raise ValueError("Error in reset")
+        return 0, {}
+
+    def step(self, action):
+        raise KeyError("bad step")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_envs_exception_is_caught_as_its_own_type_and_as_env_step_error(backend):
+    vec = seedpool.make_vec([Raises] * 2, backend=backend, num_workers=2)
+    try:
+        vec.reset(seed=[0, 0])
+        with pytest.raises(ValueError, match="Error in reset") as caught:
+            vec.reset(seed=[1, 0])
+        assert isinstance(caught.value, seedpool.EnvStepError) and caught.value.env_id == 0
+        assert isinstance(caught.value.__cause__, ValueError)
+        vec.reset(seed=[0, 0])  # the vector env stays usable
+        with pytest.raises(KeyError, match="bad step"):
+            vec.step(np.zeros(2, np.int64))
+    finally:
+        vec.close()

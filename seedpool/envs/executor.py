@@ -24,7 +24,7 @@ import numpy as np
 from seedpool.envs.buffers import FAILED, OK, Buffers
 from seedpool.envs.calls import CallFn, raise_outcome
 from seedpool.envs.channel import CALL, CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until
-from seedpool.envs.errors import EnvStepError, StepTimeoutError, WaitTimeout, WorkerDiedError
+from seedpool.envs.errors import EnvFailure, EnvStepError, StepTimeoutError, WaitTimeout, WorkerDiedError, env_error
 from seedpool.envs.faults import POLL_S, FaultMonitor
 from seedpool.envs.handles import ProcessHandle, ThreadHandle, Worker
 from seedpool.envs.runner import EnvRunner
@@ -62,7 +62,7 @@ class Executor:
         spec.probe = None
         self.local = EnvRunner(spec, local_ids, num_envs, buffers, autoreset, envs=reuse) if local_ids else None
         self.local_pending: list[int] = []
-        self.local_errors: dict[int, tuple[str, str]] = {}
+        self.local_errors: dict[int, tuple[str, str, Exception]] = {}
         self.owner = np.full(num_envs, -1, np.int32)  # worker index per env, -1 = local
         self.workers: list[Worker] = []
         self.leftover: list[int] = []  # completions taken but not yet returned (after an error)
@@ -312,7 +312,7 @@ class Executor:
                 i = getattr(exc, "env_id", i)
                 status[i] = FAILED
                 local.mark_for_reset(i)
-                self.local_errors[i] = ("step" if op == STEP else "reset", traceback.format_exc())
+                self.local_errors[i] = ("step" if op == STEP else "reset", traceback.format_exc(), exc)
                 ids = ids[ids.index(i) + 1 :]
 
     def _block_until(self, head: int, deadline: float | None = None) -> bool:
@@ -343,13 +343,16 @@ class Executor:
         return self.faults.restart_count
 
     def _error_for(self, i: int) -> EnvStepError:
+        exc = None
         if i in self.local_errors:
-            op, tb = self.local_errors.pop(i)
+            op, tb, exc = self.local_errors.pop(i)
         else:
             w = self.workers[int(self.owner[i])]
             op, tb = self.faults.take_report(w, i) or ("step", "(the worker sent no traceback)")
+            if isinstance(tb, EnvFailure):
+                tb, exc = tb.traceback, tb.exception_object()
         self.b.status[i] = OK
-        return EnvStepError(i, op, tb)
+        return env_error(i, op, tb, exc)
 
     def _owed(self) -> dict[int, list[int]]:
         """In-flight env ids per worker that have not published a result."""

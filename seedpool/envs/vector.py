@@ -74,8 +74,11 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
             raise NoAsyncCallError("Calling `reset_wait` without any prior call to `reset_async`.", "reset")
         try:
             obs, info = self.pool.finish_reset(self._resetting, timeout)
-        except WaitTimeout:
+        except WaitTimeout:  # still pending: the envs stay in flight
             raise multiprocessing.TimeoutError(f"The call to `reset_wait` has timed out after {timeout} second(s).") from None
+        except BaseException:
+            self._pending = None  # an env raised: the pool dropped the reset
+            raise
         self._pending = None
         return obs, self._own(info)
 
@@ -110,8 +113,11 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
         try:
             obs, rew, term, trunc, info = self.pool.recv(timeout)
-        except WaitTimeout:
+        except WaitTimeout:  # still pending: the envs stay in flight
             raise multiprocessing.TimeoutError(f"The call to `step_wait` has timed out after {timeout} second(s).") from None
+        except BaseException:
+            self._pending = None  # an env raised: the pool dropped the step
+            raise
         self._pending = None
         if "final_obs" in info:  # same-step autoreset
             final = info.pop("final_obs")

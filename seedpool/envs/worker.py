@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from seedpool.envs.buffers import FAILED
+from seedpool.envs.errors import EnvFailure
 from seedpool.envs.calls import run_call
 from seedpool.envs.channel import CALL, CLOSE, ENV_MASK, OP_SHIFT, OPTIONS, Doorbell, Ring, spin_until
 from seedpool.envs.runner import EnvRunner
@@ -80,10 +81,10 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
                 continue
             try:
                 status[i] = run(op, i)
-            except Exception:  # noqa: BLE001 - reported to the pool, which raises it
+            except Exception as exc:  # noqa: BLE001 - reported to the pool, which raises it
                 status[i] = FAILED
                 runner.mark_for_reset(i)
-                link.report((i, OP_NAMES.get(op, "?"), traceback.format_exc()))
+                link.report((i, OP_NAMES.get(op, "?"), EnvFailure.of(traceback.format_exc(), exc)))
             finished.append(i)
             # Slow envs are published one by one (async callers get them as soon as they are
             # done); cheap ones in groups, so publishing does not cost more than stepping.
