@@ -352,3 +352,35 @@ def test_an_envs_exception_is_caught_as_its_own_type_and_as_env_step_error(backe
             vec.step(np.zeros(2, np.int64))
     finally:
         vec.close()
+
+
+class ActionEcho(gym.Env):
+    """Returns what it was handed, to see the action's type and value as the env sees them."""
+
+    observation_space = spaces.Box(-10.0, 10.0, (1,), np.float32)
+
+    def __init__(self, action_space):
+        self.action_space = action_space
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.seen = action
+        return np.full(1, float(np.sum(action)), np.float32), 0.0, False, False, {"kind": type(action).__name__}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bool_box_and_scalar_box_actions_reach_envs_as_gymnasium_hands_them(backend):
+    bools = seedpool.make_vec([lambda: ActionEcho(spaces.Box(0, 1, (2,), np.bool_))] * 2, backend=backend)
+    scalar = seedpool.make_vec([lambda: ActionEcho(spaces.Box(0.0, 1.0, (), np.float32))] * 2, backend=backend)
+    try:
+        bools.reset()
+        obs, *_ = bools.step(np.array([[True, True], [False, True]]))
+        assert obs[:, 0].tolist() == [2.0, 1.0]
+        scalar.reset()
+        *_, info = scalar.step(np.array([0.25, 0.5], np.float32))
+        assert info["kind"].tolist() == ["float32", "float32"]  # numpy scalars, as gymnasium's iterate gives
+    finally:
+        bools.close()
+        scalar.close()

@@ -65,7 +65,7 @@ def make(
     forwarded too, batched as gymnasium batches them (see seedpool/envs/infos.py).
     `observation_mode`: as gymnasium's vector envs: "same" (every env has env 0's observation
     space), "different" (spaces may differ in bounds but not in shapes and dtypes; make_vec
-    batches them with `batch_differing_spaces`), or a (single, batched) pair of spaces.
+    batches them with `batch_differing_spaces`), or a (batched, single) pair of spaces.
     """
     num_envs = env_count(task, num_envs)
     # EnvPool's own make() options (env_type, num_threads, ...), for scripts written for it.

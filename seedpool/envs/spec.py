@@ -42,7 +42,7 @@ class TaskSpec:
     metadata: dict[str, Any] = field(default_factory=dict)  # env 0's, as gymnasium's vector envs report it
     render_mode: str | None = None  # env 0's
     # "same": every env has env 0's observation space; "different" (or gymnasium's tuple of a
-    # single and a batched space): spaces may differ in bounds, not in shapes and dtypes.
+    # batched and a single space): spaces may differ in bounds, not in shapes and dtypes.
     observation_mode: Any = "same"
 
     def build(self, i: int) -> gym.Env:
@@ -87,7 +87,7 @@ OBSERVATION_MODES = ("same", "different")
 
 
 def check_observation_mode(mode: Any) -> None:
-    """A ValueError unless `mode` is "same", "different" or a (single, batched) pair of spaces."""
+    """A ValueError unless `mode` is "same", "different" or a (batched, single) pair of spaces."""
     pair = isinstance(mode, tuple) and len(mode) == 2 and all(isinstance(s, gym.Space) for s in mode)
     if not pair and not (isinstance(mode, str) and mode in OBSERVATION_MODES):
         raise ValueError("Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and "

@@ -63,8 +63,8 @@ def actions(space: gym.Space, action: Any, n: int) -> Any:
         return a
     if isinstance(space, gym.spaces.Box):
         _check_shape(a, (n, *space.shape))
-        if a.dtype.kind not in "fiu":
-            raise TypeError(f"Box actions must be numbers, got dtype {a.dtype}")
+        if a.dtype.kind not in "fiu" and not (a.dtype.kind == "b" and np.dtype(space.dtype).kind == "b"):
+            raise TypeError(f"Box actions must be numbers (or bools for a bool Box), got dtype {a.dtype}")
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             rows = np.unique(np.nonzero(~np.isfinite(a.reshape(n, -1)))[0]).tolist()
             raise ValueError(f"actions contain NaN or inf (batch rows {rows})")

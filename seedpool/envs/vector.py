@@ -46,9 +46,9 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
     def _batched_observation_space(self, pool: EnvPool) -> gym.Space:
         """As gymnasium's vector envs batch it for the pool's observation_mode."""
         mode = pool.task.observation_mode
-        if isinstance(mode, tuple):  # (single, batched), given by the caller
-            self.single_observation_space = mode[0]
-            return mode[1]
+        if isinstance(mode, tuple):  # (batched, single), given by the caller, as gymnasium takes it
+            self.single_observation_space = mode[1]
+            return mode[0]
         if mode == "different":  # each env's own bounds, asked where the env lives
             return gym.vector.utils.batch_differing_spaces(pool.env_call(calls.get_attr, "observation_space"))
         return gym.vector.utils.batch_space(pool.single_observation_space, pool.num_envs)
@@ -80,6 +80,7 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
             self._pending = None  # an env raised: the pool dropped the reset
             raise
         self._pending = None
+        info.pop("final_obs", None)  # the same-step buffer: nothing ended in a reset
         return obs, self._own(info)
 
     def _refuse_pending(self, caller: str) -> None:
