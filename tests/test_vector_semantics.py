@@ -384,3 +384,50 @@ def test_bool_box_and_scalar_box_actions_reach_envs_as_gymnasium_hands_them(back
     finally:
         bools.close()
         scalar.close()
+
+
+class StrictReset(gym.Env):
+    """A reset that takes both arguments without defaults (gymnasium always passes both)."""
+
+    observation_space = spaces.Box(-10.0, 10.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, seed, options):
+        return np.full(1, -1.0 if options is None else options["x"], np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+class SeedOnlyReset(StrictReset):
+    """A reset without an `options` parameter (SB3 passes options only when there are some)."""
+
+    def reset(self, seed=None):
+        return np.zeros(1, np.float32), {}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_envs_are_reset_as_gymnasium_and_sb3_call_reset(backend):
+    vec = seedpool.make_vec([StrictReset] * 2, backend=backend)
+    try:
+        assert vec.reset()[0][:, 0].tolist() == [-1.0, -1.0]
+        assert vec.reset(options={"x": 2.0})[0][:, 0].tolist() == [2.0, 2.0]
+    finally:
+        vec.close()
+    vec = seedpool.make_vec([SeedOnlyReset] * 2, backend=backend)
+    try:
+        vec.reset(seed=0)
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_make_sb3_gives_each_env_its_own_reset_options(backend):
+    pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed")
+    venv = seedpool.make_sb3([StrictReset] * 3, backend=backend)
+    try:
+        venv.set_options([{"x": 1.0}, {}, {"x": 3.0}])  # {}: none, as DummyVecEnv reads it
+        assert venv.reset()[:, 0].tolist() == [1.0, -1.0, 3.0]
+        assert venv.reset()[:, 0].tolist() == [-1.0, -1.0, -1.0]  # used once
+    finally:
+        venv.close()

@@ -58,7 +58,9 @@ class SeedpoolVecEnv(VecEnv):
         """Reset every env, with the seeds of `seed()` and options of `set_options()` if set
         (both are used once, as SB3 specifies)."""
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
-        obs, info = self.pool.reset(seed=seeds, options=_shared_options(self._options))
+        # One options dict per env, an empty one meaning none (as DummyVecEnv passes them).
+        resetting = self.pool.start_reset(seed=seeds, env_options=[o or None for o in self._options])
+        obs, info = self.pool.finish_reset(resetting)
         self.reset_infos = split_info({k: v for k, v in info.items() if k not in ENGINE_INFO_KEYS}, self.num_envs)
         self._reset_seeds()
         self._reset_options()
@@ -179,15 +181,6 @@ def _batched_actions(space: Any, actions: Any, n: int) -> Any:
     if not per_env or len(actions) != n:
         return actions
     return gym.vector.utils.concatenate(space, list(actions), gym.vector.utils.create_empty_array(space, n))
-
-
-def _shared_options(options: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The one options dict the engine gives every env's reset (SB3 keeps one per env)."""
-    first = options[0]
-    if any(o != first for o in options[1:]):
-        raise ValueError("the engine passes the same reset options to every env; set_options() was given "
-                         "different dicts per env")
-    return first or None
 
 
 def _is_masked(key: Any, info: dict[str, Any]) -> bool:

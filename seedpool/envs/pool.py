@@ -94,9 +94,11 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         ids = self.start_reset(seed=seed, options=options)
         return self.finish_reset(ids)
 
-    def start_reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None) -> np.ndarray:
+    def start_reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None,
+                    env_options: Sequence[dict | None] | None = None) -> np.ndarray:
         """The first half of `reset`: start resetting the envs (all, or those of a reset
-        mask); returns their ids for `finish_reset`."""
+        mask); returns their ids for `finish_reset`. `env_options`: instead of `options`,
+        one options dict (or None) per env, as SB3 keeps them."""
         self._check_open()
         if self._n_in_flight:
             raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
@@ -107,6 +109,15 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
             options = {k: v for k, v in options.items() if k != "reset_mask"}  # not the caller's dict
         if options is not None:
             self._exec.set_reset_options(options, ids.tolist())
+        if env_options is not None:
+            if len(env_options) != self.num_envs:
+                raise ValueError(f"env_options needs one entry per env ({self.num_envs}), got {len(env_options)}")
+            groups: dict[int, tuple[dict, list[int]]] = {}  # one message per distinct dict
+            for i, opt in enumerate(env_options):
+                if opt is not None:
+                    groups.setdefault(id(opt), (opt, []))[1].append(i)
+            for opt, members in groups.values():
+                self._exec.set_reset_options(opt, members)
         if seeds is not None:
             self._b.seed[ids] = np.asarray(seeds)[ids]
             self._seed_spaces(seeds)

@@ -7,6 +7,7 @@ same semantics: autoreset, the engine's time limit, episode statistics and forwa
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -54,6 +55,7 @@ class EnvRunner:
         self.envs: list[gym.Env | None] = [None] * num_envs
         self._build_envs(spec, dict(envs or {}))
         self.needs_reset = [True] * num_envs
+        self.options_required = [_requires_options(env) for env in self.envs]
         self.reset_options: dict[int, dict] = {}  # env id -> options for its next RESET
         self.elapsed = [0] * num_envs
         self.returns = [0.0] * num_envs
@@ -74,8 +76,13 @@ class EnvRunner:
             b.seed[i] = -1
         else:
             seed = None
-        # Both by keyword, always, as gymnasium's vector envs call it.
-        obs, info = self.envs[i].reset(seed=seed, options=self.reset_options.pop(i, None))
+        # By keyword, as gymnasium's and SB3's vector envs call it: `seed` always, `options` when
+        # there are some (SB3's way) or when the env's reset requires it (gymnasium always passes it).
+        options = self.reset_options.pop(i, None)
+        if options is not None or self.options_required[i]:
+            obs, info = self.envs[i].reset(seed=seed, options=options)
+        else:
+            obs, info = self.envs[i].reset(seed=seed)
         self.needs_reset[i] = False
         self.elapsed[i] = 0
         self.returns[i] = 0.0
@@ -217,6 +224,17 @@ class EnvRunner:
                 except Exception:  # noqa: BLE001 - closing must not mask the real error
                     pass
                 self.envs[i] = None
+
+
+def _requires_options(env: gym.Env | None) -> bool:
+    """Whether the env's `reset` has an `options` parameter without a default."""
+    if env is None:
+        return False
+    try:
+        param = inspect.signature(env.reset).parameters.get("options")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
 
 
 def probe_step_cost(spec: TaskSpec, steps: int = 32, repeats: int = 5) -> float:
