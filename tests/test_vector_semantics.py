@@ -431,3 +431,55 @@ def test_make_sb3_gives_each_env_its_own_reset_options(backend):
         assert venv.reset()[:, 0].tolist() == [-1.0, -1.0, -1.0]  # used once
     finally:
         venv.close()
+
+
+# -- spaces of no fixed shape, batched as gymnasium batches them (serial and thread) -----
+
+
+class GraphEnv(gym.Env):
+    """Graph observations and Text actions: elements of no fixed shape."""
+
+    def __init__(self):
+        self.observation_space = spaces.Graph(node_space=spaces.Box(0.0, 1.0, (2,)), edge_space=None)
+        self.action_space = spaces.Text(5)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        graph = self.observation_space.sample()
+        return graph, float(len(action)), len(action) >= 4, False, {}
+
+
+@pytest.mark.parametrize("backend", ["serial", "thread"])
+@pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
+def test_spaces_of_no_fixed_shape_match_sync_vector_env(backend, autoreset):
+    mode = {"next_step": gym.vector.AutoresetMode.NEXT_STEP, "same_step": gym.vector.AutoresetMode.SAME_STEP}
+    vec = seedpool.make_vec([GraphEnv] * 2, backend=backend, autoreset=autoreset)
+    ref = gym.vector.SyncVectorEnv([GraphEnv] * 2, autoreset_mode=mode[autoreset])
+    try:
+        assert vec.observation_space == ref.observation_space and vec.action_space == ref.action_space
+        got, _ = vec.reset(seed=3)
+        want, _ = ref.reset(seed=3)
+        assert isinstance(got, tuple) and got in vec.observation_space
+        for actions in [("ab", "abcd"), ("abc", "a"), ("abcde", "ab")]:
+            got = vec.step(actions)
+            want = ref.step(actions)
+            for g, w in zip(got[0], want[0]):
+                np.testing.assert_array_equal(g.nodes, w.nodes)
+            for a, b in zip(got[1:4], want[1:4]):
+                np.testing.assert_array_equal(a, b)
+            assert ("final_obs" in got[4]) == ("final_obs" in want[4])
+        with pytest.raises(ValueError, match="one action per env"):
+            vec.step(("ab",))
+    finally:
+        vec.close()
+        ref.close()
+    with pytest.raises(TypeError, match="no fixed shape"):
+        seedpool.make_vec([GraphEnv] * 2, backend="process")
+    auto = seedpool.make_vec([GraphEnv] * 2)  # auto keeps such envs in this process
+    assert auto.pool.backend == "serial"
+    auto.close()

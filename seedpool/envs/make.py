@@ -89,8 +89,11 @@ def make(
     spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
     spec.observation_mode = observation_mode
     try:
-        spaces.check(spec.observation_space, "observation")
-        spaces.check(spec.action_space, "action")
+        shared = backend == "process"
+        dynamic = spaces.check(spec.observation_space, "observation", shared)
+        dynamic = spaces.check(spec.action_space, "action", shared) or dynamic
+        if dynamic and backend == "auto":  # elements of no fixed shape stay in this process
+            backend = "serial"
         cfg = plan(spec, num_envs, batch_size, num_workers, backend, step_timeout, restart)
     except BaseException:
         if spec.probe is not None:

@@ -353,6 +353,8 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
 
 
 def _leading_dim(action: Any) -> int:
+    if isinstance(action, (tuple, list)):  # also a batch of objects numpy cannot stack
+        return len(action)
     a = np.asarray(action)
     return a.shape[0] if a.ndim else 1
 

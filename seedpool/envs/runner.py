@@ -27,6 +27,8 @@ def action_reader(space: gym.Space, buf: spaces.Tree) -> Callable[[int], Any]:
         return buf.__getitem__
     if type(buf) is spaces.Nested:  # Dict or Tuple, nested to any depth
         return buf.row_copy
+    if type(buf) is spaces.Objects:  # a space of no fixed shape: the object itself
+        return buf.__getitem__
     if buf.ndim == 1:  # a scalar space (Box of shape ()): a numpy scalar, as gymnasium iterates it
         return buf.__getitem__
     return lambda i: buf[i].copy()  # the env may keep it; the buffer is reused

@@ -6,6 +6,10 @@ one such array per leaf, with the path of keys and indices that leads to it, reb
 dicts and tuples as gymnasium's vector envs return them. Arrays live in anonymous shared
 memory when the pool uses worker processes: forked workers inherit the mapping, so nothing
 is ever named in /dev/shm and nothing can be left behind there.
+
+Spaces whose elements have no fixed shape (Graph, Sequence, Text, OneOf, a custom Space)
+get `Objects`: one Python object per env, batched as gymnasium batches them (a tuple over
+the envs). They exist only in the pool's own process: the serial and thread backends.
 """
 
 from __future__ import annotations
@@ -45,15 +49,20 @@ def leaf_layout(space: gym.Space) -> tuple[tuple[int, ...], np.dtype]:
     raise TypeError(_unsupported(space))
 
 
-def check(space: gym.Space, role: str) -> None:
-    """Raise a TypeError naming the part of `space` the engine cannot batch exactly."""
+def check(space: gym.Space, role: str, shared: bool) -> bool:
+    """Whether `space` has parts of no fixed shape (kept as Python objects); a TypeError
+    naming the part the engine cannot batch (with `shared`: any part of no fixed shape)."""
+    dynamic = False
     for path, leaf in leaves(space):
         if not isinstance(leaf, LEAVES):
-            where = "".join(f"[{p!r}]" for p in path)
-            raise TypeError(f"{role} space{where}: {_unsupported(leaf)}")
+            if shared:
+                where = "".join(f"[{p!r}]" for p in path)
+                raise TypeError(f"{role} space{where}: {_unsupported(leaf)}")
+            dynamic = True
     if isinstance(space, COMPOSITE) and not leaves(space):
         raise TypeError(f"{role} space {space} has no entries: seedpool cannot batch an empty "
                         f"{type(space).__name__}")
+    return dynamic
 
 
 def same_layout(a: gym.Space, b: gym.Space) -> bool:
@@ -68,8 +77,38 @@ def same_layout(a: gym.Space, b: gym.Space) -> bool:
 
 
 def _unsupported(space: gym.Space) -> str:
-    return (f"seedpool cannot batch a {type(space).__name__} space; supported: Box, Discrete, "
-            "MultiDiscrete, MultiBinary, and Dict and Tuple of those nested to any depth")
+    return (f"a {type(space).__name__} space has no fixed shape, so its elements cannot go through "
+            "the shared memory of worker processes; use backend='serial' or 'thread' (or 'auto'). "
+            "Worker processes take Box, Discrete, MultiDiscrete, MultiBinary, and Dict and Tuple of "
+            "those nested to any depth")
+
+
+class Objects:
+    """One Python object per env, for a space of no fixed shape; batched as a tuple."""
+
+    def __init__(self, n: int):
+        self.rows: list[Any] = [None] * n
+
+    def __getitem__(self, i: int) -> Any:
+        return self.rows[i]
+
+    def __setitem__(self, where: Any, value: Any) -> None:
+        """Row i; or, for a batch (a sequence over the envs), every row (Ellipsis) or rows."""
+        if where is Ellipsis:
+            self.rows[:] = list(value)
+        elif isinstance(where, (int, np.integer)):
+            self.rows[where] = value
+        else:
+            for j, v in zip(np.asarray(where).tolist(), value):
+                self.rows[j] = v
+
+    def take(self, sel: np.ndarray | slice | None) -> tuple:
+        """The rows `sel` (all, a slice or an index array) as gymnasium batches them: a tuple."""
+        if sel is None:
+            return tuple(self.rows)
+        if isinstance(sel, slice):
+            return tuple(self.rows[sel])
+        return tuple(self.rows[j] for j in sel.tolist())
 
 
 def leaves(space: gym.Space, path: Path = ()) -> list[tuple[Path, gym.Space]]:
@@ -87,11 +126,16 @@ class Nested:
     def __init__(self, space: gym.Space, n: int, shared: bool):
         found = leaves(space)
         self.paths: list[Path] = [path for path, _ in found]
-        self.arrays: list[np.ndarray] = []
+        self.arrays: list[np.ndarray | Objects] = []
         for _, leaf in found:
-            shape, dtype = leaf_layout(leaf)
-            self.arrays.append(empty((n, *shape), dtype, shared))
+            if isinstance(leaf, LEAVES):
+                shape, dtype = leaf_layout(leaf)
+                self.arrays.append(empty((n, *shape), dtype, shared))
+            else:  # no fixed shape: in this process only (check() refused it for workers)
+                self.arrays.append(Objects(n))
         self.items = list(zip(self.paths, self.arrays))
+        self._rows = [(lambda i, a=a: a.rows[i]) if type(a) is Objects else (lambda i, a=a: a[i].copy())
+                      for a in self.arrays]
         self.build: Callable[[list[Any]], Any] = _builder(space, iter(range(len(found))))
 
     def write(self, i: int, value: Any) -> None:
@@ -111,13 +155,13 @@ class Nested:
                 v = v[p]
             arr[rows] = v
 
-    def gather(self, take: Callable[[np.ndarray], np.ndarray]) -> Any:
-        """The space's nesting of `take(leaf array)` for every leaf."""
-        return self.build([take(a) for a in self.arrays])
+    def gather(self, take: Callable[[np.ndarray], np.ndarray], sel: np.ndarray | slice | None) -> Any:
+        """The space's nesting of `take(leaf array)` for every leaf (the rows `sel` of Objects)."""
+        return self.build([a.take(sel) if type(a) is Objects else take(a) for a in self.arrays])
 
     def row_copy(self, i: int) -> Any:
         """Env i's element as the env expects it: the space's nesting of fresh copies."""
-        return self.build([a[i].copy() for a in self.arrays])
+        return self.build([row(i) for row in self._rows])
 
 
 def _builder(space: gym.Space, counter) -> Callable[[list[Any]], Any]:
@@ -139,13 +183,15 @@ def _builder(space: gym.Space, counter) -> Callable[[list[Any]], Any]:
     return lambda xs: xs[j]
 
 
-Tree = Union[np.ndarray, Nested]
+Tree = Union[np.ndarray, Nested, Objects]
 
 
 def alloc(space: gym.Space, n: int, shared: bool) -> Tree:
     """A buffer holding `n` elements of `space`."""
     if isinstance(space, COMPOSITE):
         return Nested(space, n, shared)
+    if not isinstance(space, LEAVES) and not shared:
+        return Objects(n)
     shape, dtype = leaf_layout(space)
     return empty((n, *shape), dtype, shared)
 
@@ -170,5 +216,7 @@ def taker(sel: np.ndarray | slice | None) -> Callable[[np.ndarray], np.ndarray]:
 
 def gather(buf: Tree, sel: np.ndarray | slice | None) -> Any:
     """A fresh copy of the rows `sel` of every array in `buf` (see `taker`)."""
+    if type(buf) is Objects:
+        return buf.take(sel)
     take = taker(sel)
-    return buf.gather(take) if type(buf) is Nested else take(buf)
+    return buf.gather(take, sel) if type(buf) is Nested else take(buf)

@@ -69,7 +69,12 @@ def actions(space: gym.Space, action: Any, n: int) -> Any:
             rows = np.unique(np.nonzero(~np.isfinite(a.reshape(n, -1)))[0]).tolist()
             raise ValueError(f"actions contain NaN or inf (batch rows {rows})")
         return a
-    raise TypeError(f"unsupported action space {space}")
+    # A space of no fixed shape (Graph, Sequence, Text, OneOf, custom): gymnasium batches its
+    # actions as a tuple over the envs, and leaves checking them to the env.
+    if not isinstance(action, (tuple, list)) or len(action) != n:
+        raise ValueError(f"expected a tuple of {n} actions of {space}, one per env, got {type(action).__name__}"
+                         + (f" of {len(action)}" if isinstance(action, (tuple, list)) else ""))
+    return tuple(action)
 
 
 def _discrete(a: np.ndarray, n: int, lo: int, hi: int) -> np.ndarray:

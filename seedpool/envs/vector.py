@@ -126,7 +126,8 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
             if done.any():
                 # As SyncVectorEnv: each ended env's last observation, batched by gymnasium's
                 # own rule (an object array), and a final_info for each, empty or not.
-                ended = [(i, {"final_obs": _element(final, i)}) for i in np.flatnonzero(done).tolist()]
+                space = self.pool.single_observation_space
+                ended = [(i, {"final_obs": _element(space, final, i)}) for i in np.flatnonzero(done).tolist()]
                 info.update(batch_infos(ended, self.num_envs))
                 info.setdefault("final_info", {})
                 info["_final_info"] = done
@@ -179,13 +180,13 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         self.pool.close()
 
 
-def _element(tree: Any, i: int) -> Any:
-    """Env i's element of a batch (an array, or a dict/tuple nesting of arrays)."""
-    if isinstance(tree, dict):
-        return {k: _element(v, i) for k, v in tree.items()}
-    if isinstance(tree, tuple):
-        return tuple(_element(v, i) for v in tree)
-    return tree[i]
+def _element(space: gym.Space, batch: Any, i: int) -> Any:
+    """Env i's element of a batch of `space` (gymnasium's `iterate` knows no Graph)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _element(s, batch[k], i) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_element(s, b, i) for s, b in zip(space.spaces, batch))
+    return batch[i]  # a row of an array, or an object of a tuple over the envs
 
 
 def make_vec(task: Any, num_envs: int | None = None, engine_info: bool = False, **kwargs: Any) -> SeedpoolVectorEnv:
