@@ -7,6 +7,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from seedpool.envs.spaces import LEAVES
+
 
 def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
     """An int array of distinct valid env ids, or a ValueError/TypeError saying what is wrong."""
@@ -46,6 +48,13 @@ def actions(space: gym.Space, action: Any, n: int) -> Any:
             raise ValueError(f"expected a tuple of {len(space.spaces)} action batches, one per "
                              f"entry of the Tuple space, got {type(action).__name__}")
         return tuple(actions(s, a, n) for s, a in zip(space.spaces, action))
+    if not isinstance(space, LEAVES):
+        # A space of no fixed shape (Graph, Sequence, Text, OneOf, custom): gymnasium batches
+        # its actions as a tuple over the envs, and leaves checking them to the env.
+        if not isinstance(action, (tuple, list)) or len(action) != n:
+            got = f"{type(action).__name__}" + (f" of {len(action)}" if isinstance(action, (tuple, list)) else "")
+            raise ValueError(f"expected a tuple of {n} actions of {space}, one per env, got {got}")
+        return tuple(action)
     a = np.asarray(action)
     if isinstance(space, gym.spaces.Discrete):
         return _discrete(a, n, int(space.start), int(space.start + space.n))
@@ -69,12 +78,7 @@ def actions(space: gym.Space, action: Any, n: int) -> Any:
             rows = np.unique(np.nonzero(~np.isfinite(a.reshape(n, -1)))[0]).tolist()
             raise ValueError(f"actions contain NaN or inf (batch rows {rows})")
         return a
-    # A space of no fixed shape (Graph, Sequence, Text, OneOf, custom): gymnasium batches its
-    # actions as a tuple over the envs, and leaves checking them to the env.
-    if not isinstance(action, (tuple, list)) or len(action) != n:
-        raise ValueError(f"expected a tuple of {n} actions of {space}, one per env, got {type(action).__name__}"
-                         + (f" of {len(action)}" if isinstance(action, (tuple, list)) else ""))
-    return tuple(action)
+    raise TypeError(f"unsupported action space {space}")
 
 
 def _discrete(a: np.ndarray, n: int, lo: int, hi: int) -> np.ndarray:
