@@ -89,10 +89,9 @@ def make(
     spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
     spec.observation_mode = observation_mode
     try:
-        shared = backend == "process"
-        dynamic = spaces.check(spec.observation_space, "observation", shared)
-        dynamic = spaces.check(spec.action_space, "action", shared) or dynamic
-        if dynamic and backend == "auto":  # elements of no fixed shape stay in this process
+        dynamic = spaces.check(spec.observation_space, "observation")
+        dynamic = spaces.check(spec.action_space, "action") or dynamic
+        if dynamic and backend == "auto":  # objects are pickled to leave a worker: keep them here
             backend = "serial"
         cfg = plan(spec, num_envs, batch_size, num_workers, backend, step_timeout, restart)
     except BaseException:

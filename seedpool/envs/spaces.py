@@ -9,12 +9,13 @@ is ever named in /dev/shm and nothing can be left behind there.
 
 Spaces whose elements have no fixed shape (Graph, Sequence, Text, OneOf, a custom Space)
 get `Objects`: one Python object per env, batched as gymnasium batches them (a tuple over
-the envs). They exist only in the pool's own process: the serial and thread backends.
+the envs); for worker processes each is pickled into its env's row of a shared byte array.
 """
 
 from __future__ import annotations
 
 import mmap
+import pickle
 from typing import Any, Callable, Union
 
 import gymnasium as gym
@@ -46,19 +47,13 @@ def leaf_layout(space: gym.Space) -> tuple[tuple[int, ...], np.dtype]:
         return tuple(space.nvec.shape), np.dtype(space.dtype)
     if isinstance(space, gym.spaces.MultiBinary):
         return tuple(np.atleast_1d(space.n)), np.dtype(space.dtype)
-    raise TypeError(_unsupported(space))
+    raise TypeError(f"a {type(space).__name__} space has no fixed shape: it has no array layout")
 
 
-def check(space: gym.Space, role: str, shared: bool) -> bool:
-    """Whether `space` has parts of no fixed shape (kept as Python objects); a TypeError
-    naming the part the engine cannot batch (with `shared`: any part of no fixed shape)."""
-    dynamic = False
-    for path, leaf in leaves(space):
-        if not isinstance(leaf, LEAVES):
-            if shared:
-                where = "".join(f"[{p!r}]" for p in path)
-                raise TypeError(f"{role} space{where}: {_unsupported(leaf)}")
-            dynamic = True
+def check(space: gym.Space, role: str) -> bool:
+    """Whether `space` has parts of no fixed shape (kept as Python objects); a TypeError for
+    an empty Dict or Tuple, which the engine cannot batch."""
+    dynamic = any(not isinstance(leaf, LEAVES) for _, leaf in leaves(space))
     if isinstance(space, COMPOSITE) and not leaves(space):
         raise TypeError(f"{role} space {space} has no entries: seedpool cannot batch an empty "
                         f"{type(space).__name__}")
@@ -76,39 +71,70 @@ def same_layout(a: gym.Space, b: gym.Space) -> bool:
     return type(a) is type(b) and la == lb
 
 
-def _unsupported(space: gym.Space) -> str:
-    return (f"a {type(space).__name__} space has no fixed shape, so its elements cannot go through "
-            "the shared memory of worker processes; use backend='serial' or 'thread' (or 'auto'). "
-            "Worker processes take Box, Discrete, MultiDiscrete, MultiBinary, and Dict and Tuple of "
-            "those nested to any depth")
+# Bytes per env for an element of no fixed shape in worker processes, pickled. Anonymous
+# shared memory is only backed where it is written: an unused row costs address space.
+OBJECT_ROW_BYTES = 1 << 16
 
 
 class Objects:
-    """One Python object per env, for a space of no fixed shape; batched as a tuple."""
+    """One Python object per env, for a space of no fixed shape; batched as a tuple.
 
-    def __init__(self, n: int):
+    In the pool's own process (serial, thread) the rows are the objects themselves. For
+    worker processes (`shared`) each row is the object pickled into a shared byte array, with
+    its length: written before the env's completion is published, as every other row is.
+    """
+
+    def __init__(self, n: int, shared: bool = False, row_bytes: int = OBJECT_ROW_BYTES):
+        self.shared = shared
         self.rows: list[Any] = [None] * n
+        if shared:
+            self.row_bytes = row_bytes
+            self.length = empty((n,), np.int64, True)
+            self.data = memoryview(empty((n * row_bytes,), np.uint8, True))
 
     def __getitem__(self, i: int) -> Any:
-        return self.rows[i]
+        if not self.shared:
+            return self.rows[i]
+        size = int(self.length[i])
+        if not size:  # never written (e.g. the final observation of an env that has not ended)
+            return None
+        start = i * self.row_bytes
+        return pickle.loads(self.data[start : start + size])
 
     def __setitem__(self, where: Any, value: Any) -> None:
         """Row i; or, for a batch (a sequence over the envs), every row (Ellipsis) or rows."""
         if where is Ellipsis:
-            self.rows[:] = list(value)
+            pairs = enumerate(value)
         elif isinstance(where, (int, np.integer)):
-            self.rows[where] = value
+            pairs = [(int(where), value)]
         else:
-            for j, v in zip(np.asarray(where).tolist(), value):
-                self.rows[j] = v
+            pairs = zip(np.asarray(where).tolist(), value)
+        for i, v in pairs:
+            if self.shared:
+                self._put(i, v)
+            else:
+                self.rows[i] = v
+
+    def _put(self, i: int, value: Any) -> None:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(data) > self.row_bytes:
+            raise ValueError(f"an element of {type(value).__name__} is {len(data)} bytes pickled, over the "
+                             f"{self.row_bytes} bytes per env that worker processes have for a space of "
+                             "no fixed shape; use backend='serial' or 'thread'")
+        start = i * self.row_bytes
+        self.data[start : start + len(data)] = data
+        self.length[i] = len(data)
 
     def take(self, sel: np.ndarray | slice | None) -> tuple:
         """The rows `sel` (all, a slice or an index array) as gymnasium batches them: a tuple."""
+        n = len(self.rows)
         if sel is None:
-            return tuple(self.rows)
-        if isinstance(sel, slice):
-            return tuple(self.rows[sel])
-        return tuple(self.rows[j] for j in sel.tolist())
+            ids = range(n)
+        elif isinstance(sel, slice):
+            ids = range(n)[sel]
+        else:
+            ids = sel.tolist()
+        return tuple(self[j] for j in ids)
 
 
 def leaves(space: gym.Space, path: Path = ()) -> list[tuple[Path, gym.Space]]:
@@ -131,10 +157,10 @@ class Nested:
             if isinstance(leaf, LEAVES):
                 shape, dtype = leaf_layout(leaf)
                 self.arrays.append(empty((n, *shape), dtype, shared))
-            else:  # no fixed shape: in this process only (check() refused it for workers)
-                self.arrays.append(Objects(n))
+            else:  # no fixed shape: one object per env (pickled, for workers)
+                self.arrays.append(Objects(n, shared))
         self.items = list(zip(self.paths, self.arrays))
-        self._rows = [(lambda i, a=a: a.rows[i]) if type(a) is Objects else (lambda i, a=a: a[i].copy())
+        self._rows = [a.__getitem__ if type(a) is Objects else (lambda i, a=a: a[i].copy())
                       for a in self.arrays]
         self.build: Callable[[list[Any]], Any] = _builder(space, iter(range(len(found))))
 
@@ -190,8 +216,8 @@ def alloc(space: gym.Space, n: int, shared: bool) -> Tree:
     """A buffer holding `n` elements of `space`."""
     if isinstance(space, COMPOSITE):
         return Nested(space, n, shared)
-    if not isinstance(space, LEAVES) and not shared:
-        return Objects(n)
+    if not isinstance(space, LEAVES):
+        return Objects(n, shared)
     shape, dtype = leaf_layout(space)
     return empty((n, *shape), dtype, shared)
 
