@@ -481,3 +481,16 @@ def test_spaces_of_no_fixed_shape_match_sync_vector_env(backend, autoreset):
     auto = seedpool.make_vec([GraphEnv] * 2)  # auto keeps such envs in this process (no pickling)
     assert auto.pool.backend == "serial"
     auto.close()
+
+
+def test_a_single_action_for_a_vector_env_is_a_type_error_and_a_value_error():
+    vec = seedpool.make_vec("CartPole-v1", num_envs=3, backend="serial")
+    try:
+        vec.reset(seed=0)
+        with pytest.raises(TypeError, match="a batch of one action per env"):
+            vec.step(0)
+        with pytest.raises(ValueError, match="one action per env"):
+            vec.step(np.zeros(2, np.int64))
+        vec.step(np.zeros(3, np.int64))  # still usable
+    finally:
+        vec.close()

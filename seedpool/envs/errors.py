@@ -91,5 +91,9 @@ class WaitTimeout(EnvPoolError):
     """A wait with a timeout ended before enough envs finished; they stay in flight."""
 
 
+class ActionBatchError(ValueError, TypeError):
+    """A single action where a batch was expected (a TypeError too, as gymnasium raises it)."""
+
+
 class SpaceMismatchError(ValueError, RuntimeError):
     """Envs of one pool whose spaces differ (a RuntimeError too, as gymnasium raises it)."""

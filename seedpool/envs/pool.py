@@ -13,7 +13,7 @@ from seedpool.envs import spaces, validate
 from seedpool.envs.buffers import RESTARTED, Buffers
 from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.envpool_api import PoolSpec, pool_config
-from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError
+from seedpool.envs.errors import ActionBatchError, ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
 from seedpool.envs.spaces import Nested
 from seedpool.envs.spec import TaskSpec
@@ -201,6 +201,9 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
             else:
                 n = _nested_leading_dim(action, path, self.single_action_space)
             if n != self.num_envs:
+                if path is None and np.ndim(action) == 0 and not isinstance(action, (tuple, list)):
+                    raise ActionBatchError(f"send() without env_id needs a batch of one action per env "
+                                           f"({self.num_envs}), got a single {type(action).__name__}")
                 raise ValueError(
                     f"send() without env_id needs one action per env ({self.num_envs}), got {n}; "
                     "pass env_id=info['env_id'] from recv()"
