@@ -158,6 +158,23 @@ def test_bad_nested_actions_raise_before_reaching_an_env():
         np.testing.assert_array_equal(info["elapsed_step"], [1, 1])
 
 
-def test_a_space_the_engine_cannot_batch_is_refused_at_make():
-    with pytest.raises(TypeError, match=r"observation space\['name'\].*Text"):
-        seedpool.make(TextObsEnv, num_envs=2, backend="serial")
+class NamedObsEnv(TextObsEnv):
+    """Observations {"pos": Box, "name": Text}: the name says the env's seed."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed, options=options)
+        return {"pos": np.zeros(2, np.float32), "name": f"s{seed}"}, {}
+
+    def step(self, action):
+        _, rew, term, trunc, info = super().step(action)
+        return {"pos": np.zeros(2, np.float32), "name": f"a{int(action)}"}, rew, term, trunc, info
+
+
+def test_a_space_of_no_fixed_shape_is_batched_as_a_tuple_on_every_backend():
+    # Text has no fixed shape: one object per env (pickled into a shared row for workers).
+    for backend in ("serial", "process"):
+        with seedpool.make(NamedObsEnv, num_envs=2, backend=backend, num_workers=2, seed=4) as pool:
+            obs, _ = pool.reset()
+            assert obs["name"] == ("s4", "s5") and obs["pos"].shape == (2, 2)
+            obs, *_ = pool.step(np.array([1, 3]))
+            assert obs["name"] == ("a1", "a3")

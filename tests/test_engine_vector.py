@@ -67,7 +67,7 @@ def test_make_vec_matches_sync_vector_env_step_by_step(backend, autoreset):
 def test_record_episode_statistics_wrapper_sees_the_episodes(backend):
     n = 4
     rng = np.random.default_rng(2)
-    env = RecordEpisodeStatistics(seedpool.make_vec("CartPole-v1", num_envs=n, backend=backend))
+    env = RecordEpisodeStatistics(seedpool.make_vec("CartPole-v1", num_envs=n, backend=backend, engine_info=True))
     env.reset(seed=3)
     seen = 0
     for _ in range(200):

@@ -5,43 +5,35 @@ synchronous pool with same-step autoreset and puts each batch in SB3's terms:
 `dones = terminated | truncated`; one info dict per env holding `TimeLimit.truncated`, and,
 on the step an episode ends, `terminal_observation` (the episode's last observation; the
 observation returned is already the next episode's first) and `episode = {"r", "l", "t"}`
-as SB3's `Monitor` writes it, so SB3's logger shows `ep_rew_mean` without a wrapper.
+as SB3's `Monitor` writes it, so SB3's logger shows `ep_rew_mean` without a wrapper. An env
+that has its own `Monitor` keeps that Monitor's record (it may sit inside a reward wrapper and
+count the raw rewards, as `make_vec_env` + `AtariWrapper` builds it).
 """
 
 from __future__ import annotations
 
 import copy
 import time
+import warnings
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 try:
-    from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as err:
     raise ImportError(
         f"seedpool.make_sb3 needs Stable-Baselines3 ({err}): pip install 'seedpool[sb3]'"
     ) from err
 
+from seedpool.envs import calls
 from seedpool.envs.infos import ENGINE_KEYS
 from seedpool.envs.make import make
 from seedpool.envs.pool import EnvPool
 
 # The pool's own bookkeeping: turned into SB3's keys below, never copied into env infos.
 ENGINE_INFO_KEYS = ENGINE_KEYS
-
-_NO_PER_ENV_CALLS = (
-    "the envs of a seedpool VecEnv live inside the engine (in worker processes unless "
-    "backend='serial'), which steps and resets them but takes no other per-env calls. Give "
-    "settings as task options, make_sb3(task, n, key=value), or as reset options, "
-    "venv.set_options({...}) then venv.reset()"
-)
-_NO_RENDER = (
-    "a seedpool VecEnv does not render: its envs step inside the engine. Render with a separate "
-    "env, e.g. DummyVecEnv([lambda: gymnasium.make(env_id, render_mode='rgb_array')])"
-)
-
 
 class SeedpoolVecEnv(VecEnv):
     """A Stable-Baselines3 VecEnv backed by a synchronous, same-step-autoreset `EnvPool`."""
@@ -59,8 +51,6 @@ class SeedpoolVecEnv(VecEnv):
         # reset(seed=...), while SB3 seeds the algorithm's action space itself.
         observation_space = copy.deepcopy(pool.single_observation_space)
         action_space = copy.deepcopy(pool.single_action_space)
-        self._shared_attrs = {"render_mode": None, "observation_space": observation_space,
-                              "action_space": action_space}
         super().__init__(pool.num_envs, observation_space, action_space)
 
     # -- stepping -------------------------------------------------------------------------
@@ -68,15 +58,18 @@ class SeedpoolVecEnv(VecEnv):
         """Reset every env, with the seeds of `seed()` and options of `set_options()` if set
         (both are used once, as SB3 specifies)."""
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
-        obs, info = self.pool.reset(seed=seeds, options=_shared_options(self._options))
+        # One options dict per env, an empty one meaning none (as DummyVecEnv passes them).
+        resetting = self.pool.start_reset(seed=seeds, env_options=[o or None for o in self._options])
+        obs, info = self.pool.finish_reset(resetting)
         self.reset_infos = split_info({k: v for k, v in info.items() if k not in ENGINE_INFO_KEYS}, self.num_envs)
         self._reset_seeds()
         self._reset_options()
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Validate the actions and start stepping every env."""
-        self.pool.send(actions)
+        """Validate the actions and start stepping every env. For Dict and Tuple action spaces,
+        as DummyVecEnv indexes them, a sequence of one action per env is taken too."""
+        self.pool.send(_batched_actions(self.action_space, actions, self.num_envs))
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         """The results of `step_async`: (obs, rewards, dones, infos) in SB3's terms."""
@@ -123,71 +116,71 @@ class SeedpoolVecEnv(VecEnv):
                 infos[i]["restarted"] = True
                 continue
             infos[i]["terminal_observation"] = _row(info["final_obs"], i)
-            infos[i]["episode"] = {"r": round(float(info["episode_return"][i]), 6),
-                                   "l": int(info["episode_length"][i]), "t": t}
+            if "episode" not in infos[i]:  # an env's own Monitor record wins: it may count raw rewards
+                infos[i]["episode"] = {"r": round(float(info["episode_return"][i]), 6),
+                                       "l": int(info["episode_length"][i]), "t": t}
 
     def close(self) -> None:
         """Stop the engine's workers and close the envs; safe to call twice."""
         self.pool.close()
 
-    # -- per-env access -------------------------------------------------------------------
+    # -- per-env access: run where each env lives (see seedpool/envs/calls.py) --------------
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        """Attributes every env shares (`render_mode`, the single-env spaces); others raise
-        NotImplementedError, since the envs live inside the engine."""
-        n = self._count(indices)
-        if attr_name not in self._shared_attrs:
-            raise NotImplementedError(f"get_attr({attr_name!r}): {_NO_PER_ENV_CALLS}; get_attr answers "
-                                      f"only {sorted(self._shared_attrs)}")
-        return [self._shared_attrs[attr_name]] * n
+        """Each target env's attribute, looked up through its wrappers."""
+        return self.pool.env_call(calls.get_attr, attr_name, env_ids=self._ids(indices))
 
     def has_attr(self, attr_name: str) -> bool:
-        """True for the attributes `get_attr` answers; NotImplementedError for any other."""
-        return bool(self.get_attr(attr_name, indices=[0]))
+        """Whether every env has the attribute (asked where the env lives: nothing is pickled
+        but the answer, so it also works for attributes that cannot leave a worker process)."""
+        return all(self.pool.env_call(calls.has_attr, attr_name))
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(f"set_attr({attr_name!r}): {_NO_PER_ENV_CALLS}")
+        """Set the attribute on each target env (its outermost wrapper, as DummyVecEnv does)."""
+        self.pool.env_call(calls.set_plain_attr, attr_name, value, env_ids=self._ids(indices))
 
     def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(f"env_method({method_name!r}): {_NO_PER_ENV_CALLS}")
+        """Call a method of each target env (found through its wrappers); the results in order."""
+        return self.pool.env_call(calls.call_method, method_name, method_args, method_kwargs,
+                                  env_ids=self._ids(indices))
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        """True for SB3's `Monitor`, whose episode records this adapter writes itself (so
-        `evaluate_policy` trusts them); NotImplementedError for other wrappers."""
-        n = self._count(indices)
-        if wrapper_class is Monitor:
-            return [True] * n
-        raise NotImplementedError(f"env_is_wrapped({wrapper_class.__name__}): {_NO_PER_ENV_CALLS}; it "
-                                  "answers only for Monitor")
-
-    def render(self, mode: str | None = None) -> np.ndarray | None:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(_NO_RENDER)
+        """Whether each target env has a wrapper of `wrapper_class` (as DummyVecEnv answers)."""
+        return self.pool.env_call(calls.is_wrapped, wrapper_class, env_ids=self._ids(indices))
 
     def get_images(self) -> list[np.ndarray | None]:
-        """Not supported: see the error's text."""
-        raise NotImplementedError(_NO_RENDER)
+        """Each env's frame (render_mode='rgb_array'); VecEnv.render() tiles them."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(f"The render mode is {self.render_mode}, but this method assumes it is "
+                          "`rgb_array` to obtain images.")
+            return [None] * self.num_envs
+        return self.pool.env_call(calls.render)
 
-    def _count(self, indices: Any) -> int:
-        """How many envs `indices` names (SB3's None, int or iterable), checked."""
-        ids = list(self._get_indices(indices))
-        bad = [i for i in ids if not 0 <= int(i) < self.num_envs]
+    def _ids(self, indices: Any) -> list[int]:
+        """The env ids SB3's `indices` (None, an int or an iterable; negative ones count from
+        the end, as DummyVecEnv's list indexing does) name, checked."""
+        ids = [int(i) for i in self._get_indices(indices)]
+        bad = [i for i in ids if not -self.num_envs <= i < self.num_envs]
         if bad:
-            raise IndexError(f"env indices {bad} out of range 0..{self.num_envs - 1}")
-        return len(ids)
+            raise IndexError(f"env indices {bad} out of range for {self.num_envs} envs")
+        return [i % self.num_envs for i in ids]
 
     def __repr__(self) -> str:
         return f"SeedpoolVecEnv({self.pool!r})"
 
 
-def _shared_options(options: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The one options dict the engine gives every env's reset (SB3 keeps one per env)."""
-    first = options[0]
-    if any(o != first for o in options[1:]):
-        raise ValueError("the engine passes the same reset options to every env; set_options() was given "
-                         "different dicts per env")
-    return first or None
+def _batched_actions(space: Any, actions: Any, n: int) -> Any:
+    """SB3's per-env list of Dict/Tuple actions (`actions[i]` is env i's, as DummyVecEnv steps
+    them) as the engine's batch; anything else as it came (the engine validates it)."""
+    if isinstance(space, gym.spaces.Dict):
+        per_env = not isinstance(actions, dict)
+    elif isinstance(space, gym.spaces.Tuple):
+        per_env = isinstance(actions, (list, tuple)) and len(actions) == n and all(
+            isinstance(a, tuple) for a in actions)
+    else:
+        return actions
+    if not per_env or len(actions) != n:
+        return actions
+    return gym.vector.utils.concatenate(space, list(actions), gym.vector.utils.create_empty_array(space, n))
 
 
 def _is_masked(key: Any, info: dict[str, Any]) -> bool:

@@ -34,7 +34,9 @@ ENV_MASK = (1 << OP_SHIFT) - 1
 # RECOVER: a reset the engine makes after a fault; it reports the old episode truncated.
 # OPTIONS: take the next object from the worker's payload pipe as the reset options of each of
 # its envs' next RESET (it completes no env).
-STEP, RESET, CLOSE, RECOVER, OPTIONS = 0, 1, 2, 3, 4
+# CALL: take the next object from the payload pipe, a `(fn, args)` request, run `fn(env, *args)`
+# on the env and send the outcome back on the report channel (it completes no env: calls.py).
+STEP, RESET, CLOSE, RECOVER, OPTIONS, CALL = 0, 1, 2, 3, 4, 5
 
 
 class Ring:

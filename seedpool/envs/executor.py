@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from seedpool.envs.buffers import FAILED, OK, Buffers
-from seedpool.envs.channel import CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until
-from seedpool.envs.errors import EnvStepError, StepTimeoutError, WorkerDiedError
+from seedpool.envs.calls import CallFn, raise_outcome
+from seedpool.envs.channel import CALL, CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.errors import EnvFailure, EnvStepError, StepTimeoutError, WaitTimeout, WorkerDiedError, env_error
 from seedpool.envs.faults import POLL_S, FaultMonitor
 from seedpool.envs.handles import ProcessHandle, ThreadHandle, Worker
 from seedpool.envs.runner import EnvRunner
@@ -47,21 +48,21 @@ class ExecutorConfig:
 class Executor:
     """Submits env commands and collects completions, across this process and workers."""
 
-    def __init__(self, spec: TaskSpec, num_envs: int, buffers: Buffers, same_step: bool, cfg: ExecutorConfig):
+    def __init__(self, spec: TaskSpec, num_envs: int, buffers: Buffers, autoreset: str, cfg: ExecutorConfig):
         self.cfg = cfg
         self.spec = spec
         self.num_envs = num_envs
         self.b = buffers
-        self.same_step = same_step
+        self.autoreset = autoreset
         n_remote = num_envs - cfg.local_envs
         local_ids = list(range(n_remote, num_envs))
         reuse = {local_ids[0]: spec.probe} if local_ids and spec.probe is not None else None
         if reuse is None and spec.probe is not None:
             spec.probe.close()  # workers build their own; do not fork a live emulator
         spec.probe = None
-        self.local = EnvRunner(spec, local_ids, num_envs, buffers, same_step, envs=reuse) if local_ids else None
+        self.local = EnvRunner(spec, local_ids, num_envs, buffers, autoreset, envs=reuse) if local_ids else None
         self.local_pending: list[int] = []
-        self.local_errors: dict[int, tuple[str, str]] = {}
+        self.local_errors: dict[int, tuple[str, str, Exception]] = {}
         self.owner = np.full(num_envs, -1, np.int32)  # worker index per env, -1 = local
         self.workers: list[Worker] = []
         self.leftover: list[int] = []  # completions taken but not yet returned (after an error)
@@ -100,10 +101,10 @@ class Executor:
         """Start worker k for env ids: a forked process, or a thread of this process."""
         ctx, cfg = self.ctx, self.cfg
         self.ready[k] = 0
-        spec, n, b, same = self.spec, self.num_envs, self.b, self.same_step
+        spec, n, b, mode = self.spec, self.num_envs, self.b, self.autoreset
 
         def make_runner() -> EnvRunner:
-            return EnvRunner(spec, ids, n, b, same, restarted=restarted)
+            return EnvRunner(spec, ids, n, b, mode, restarted=restarted)
 
         if ctx is not None:
             errors_in, errors_out = ctx.Pipe(duplex=False)
@@ -181,30 +182,72 @@ class Executor:
         if mine:
             self.local_pending.append((op, mine))
 
-    def set_reset_options(self, options: Any) -> None:
-        """Make `options` the reset options of every env's next RESET (submit those next)."""
-        try:
-            data = pickle.dumps(options) if self.workers and self.ctx is not None else None
-        except Exception as exc:  # noqa: BLE001 - any pickling failure means the same to the user
-            raise TypeError(f"reset options must be picklable to reach worker processes: {exc}") from exc
+    def set_reset_options(self, options: Any, ids: list[int]) -> None:
+        """Make `options` the reset options of the next RESET of envs `ids` (submit those next)."""
+        targets = set(ids)
         if self.local is not None:
-            self.local.reset_options.update((i, options) for i in self.local.env_ids)
+            self.local.reset_options.update((i, options) for i in self.local.env_ids if i in targets)
         for w in self.workers:
+            mine = [i for i in w.env_ids if i in targets]
+            if not mine:
+                continue
+            try:
+                data = pickle.dumps((options, mine)) if self.ctx is not None else None
+            except Exception as exc:  # noqa: BLE001 - any pickling failure means the same to the user
+                raise TypeError(f"reset options must be picklable to reach worker processes: {exc}") from exc
             # The command goes first: the worker then reads the payload, so a payload larger
             # than the pipe's buffer cannot block us while the worker waits for a command.
             w.link.commands.push([OPTIONS << OP_SHIFT])
             w.link.bell.ring()
-            w.handle.send_payload(options, data)
+            w.handle.send_payload((options, mine), data)
 
-    def wait(self, n: int) -> list[int]:
-        """Return n finished env ids, oldest first; raise if an env failed or a worker died."""
+    def call(self, i: int, fn: CallFn, args: tuple) -> Any:
+        """Run `fn(env, *args)` on env i where it lives and return the result (see calls.py);
+        only while no env is in flight. The env's exception is raised again as its own type."""
+        k = int(self.owner[i])
+        if k < 0:
+            return fn(self.local.envs[i], *args)
+        w = self.workers[k]
+        try:
+            data = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL) if self.ctx is not None else None
+        except Exception as exc:  # noqa: BLE001 - any pickling failure means the same to the user
+            raise TypeError(f"{getattr(fn, '__name__', fn)}{args!r} cannot be pickled to reach env {i} in its "
+                            f"worker process: {exc}") from exc
+        # The command first: the worker then reads the payload (as for reset options).
+        w.link.commands.push([(CALL << OP_SHIFT) | i])
+        w.link.bell.ring()
+        w.handle.send_payload((fn, args), data)
+        started = time.monotonic()
+        while True:
+            report = w.handle.next_report(POLL_S)
+            if report is not None:
+                if report[1] == "call" and report[0] == i:
+                    return raise_outcome(i, report[2])
+                self.faults.keep(report)  # an env error of an earlier step: keep it for wait()
+                continue
+            self.faults.check()  # raises for a dead worker (or replaces it: the call is lost)
+            if self.workers[k] is not w:
+                raise WorkerDiedError(f"worker {k} died during a call to env {i}; it was replaced")
+            limit = self.cfg.step_timeout
+            if limit is not None and time.monotonic() - started > limit:
+                raise StepTimeoutError(f"env {i} did not answer a call within step_timeout={limit:g} s")
+
+    def wait(self, n: int, timeout: float | None = None) -> list[int]:
+        """Return n finished env ids, oldest first; raise if an env failed or a worker died.
+        With `timeout`, WaitTimeout after that many seconds of waiting on workers (envs
+        stepped in this process cannot be interrupted); nothing is lost, the envs stay in flight."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self.leftover:
             got = self.leftover[:n]
             self.leftover = self.leftover[n:]
             if len(got) < n:
-                got += self._collect(n - len(got))
+                try:
+                    got += self._collect(n - len(got), deadline)
+                except WaitTimeout:
+                    self.leftover = got + self.leftover
+                    raise
         else:
-            got = self._collect(n)
+            got = self._collect(n, deadline)
         if self.workers:
             self.in_flight.difference_update(got)
             self.faults.maybe_check()
@@ -224,7 +267,7 @@ class Executor:
         self.in_flight.difference_update(dropped)
         return dropped
 
-    def _collect(self, n: int) -> list[int]:
+    def _collect(self, n: int, deadline: float | None = None) -> list[int]:
         out: list[int] = []
         ring = self.done.ring if self.workers else None
         pending = self.local_pending
@@ -249,7 +292,9 @@ class Executor:
                 return out
             if ring is None:
                 raise RuntimeError("internal error: nothing in flight to wait for")
-            self._block_until(ring.tail + n - len(out))
+            if not self._block_until(ring.tail + n - len(out), deadline):
+                self.leftover = out + self.leftover  # finished here: returned by a later wait
+                raise WaitTimeout(f"{n - len(out)} envs did not finish in time")
 
     def _run_local(self, op: int, ids: list[int]) -> None:
         """Run envs in this process; an env that raises is recorded and the rest still run."""
@@ -267,22 +312,26 @@ class Executor:
                 i = getattr(exc, "env_id", i)
                 status[i] = FAILED
                 local.mark_for_reset(i)
-                self.local_errors[i] = ("step" if op == STEP else "reset", traceback.format_exc())
+                self.local_errors[i] = ("step" if op == STEP else "reset", traceback.format_exc(), exc)
                 ids = ids[ids.index(i) + 1 :]
 
-    def _block_until(self, head: int) -> None:
-        """Sleep until the completion ring's head reaches `head`, watching the workers."""
+    def _block_until(self, head: int, deadline: float | None = None) -> bool:
+        """Sleep until the completion ring's head reaches `head`, watching the workers;
+        False if `deadline` (a time.monotonic() value) came first."""
         ring, done = self.done.ring, self.done
         if self.cfg.main_spin_s and spin_until(lambda: ring.head[0] >= head, self.cfg.main_spin_s):
-            return
+            return True
         done.target[0] = head
         try:
             while True:
                 with done.lock:  # a fence: our target store is visible before we read head
                     h = ring.head[0]
                 if h >= head:
-                    return
-                if not done.bell.wait(POLL_S):
+                    return True
+                wait_s = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+                if wait_s <= 0:
+                    return False
+                if not done.bell.wait(wait_s):
                     self.faults.check()
         finally:
             done.target[0] = 1 << 62
@@ -294,13 +343,16 @@ class Executor:
         return self.faults.restart_count
 
     def _error_for(self, i: int) -> EnvStepError:
+        exc = None
         if i in self.local_errors:
-            op, tb = self.local_errors.pop(i)
+            op, tb, exc = self.local_errors.pop(i)
         else:
             w = self.workers[int(self.owner[i])]
             op, tb = self.faults.take_report(w, i) or ("step", "(the worker sent no traceback)")
+            if isinstance(tb, EnvFailure):
+                tb, exc = tb.traceback, tb.exception_object()
         self.b.status[i] = OK
-        return EnvStepError(i, op, tb)
+        return env_error(i, op, tb, exc)
 
     def _owed(self) -> dict[int, list[int]]:
         """In-flight env ids per worker that have not published a result."""

@@ -92,6 +92,11 @@ class FaultMonitor:
         self._collect(w)
         return self._reports.pop(env_id, None)
 
+    def keep(self, report: tuple[int, str, str]) -> None:
+        """Hold an env error report that a per-env call's wait read off the report channel."""
+        i, op, tb = report
+        self._reports[i] = (op, tb)
+
     def _collect(self, w: Worker) -> None:
         for i, op, tb in w.handle.error_reports():
             self._reports[i] = (op, tb)

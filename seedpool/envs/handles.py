@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from seedpool.envs.worker import WorkerLink
 
-ErrorReport = tuple[int, str, str]  # (env id or -1 for the factory, op name, traceback)
+ErrorReport = tuple[int, str, Any]  # (env id or -1 for the factory, op name, traceback or call Outcome)
 
 
 class WorkerHandle(Protocol):
@@ -41,6 +41,9 @@ class WorkerHandle(Protocol):
 
     def send_payload(self, obj: Any, data: bytes | None) -> None:
         """Hand the worker one Python object (`data`: its pickle, for a process)."""
+
+    def next_report(self, timeout: float) -> tuple[int, str, Any] | None:
+        """The worker's next report, waiting up to `timeout` seconds (None if none came)."""
 
     def release(self) -> None:
         """Close the pool's ends of the worker's channels (after it ended)."""
@@ -87,6 +90,13 @@ class ProcessHandle:
         """Write the pickled object to the payload pipe."""
         self._payloads_out.send_bytes(data)
 
+    def next_report(self, timeout: float) -> tuple[int, str, Any] | None:
+        """Read the next report from the pipe, waiting up to `timeout` (None once it is broken)."""
+        try:
+            return self._errors_in.recv() if self._errors_in.poll(timeout) else None
+        except (EOFError, OSError):
+            return None
+
     def release(self) -> None:
         """Close both pipe ends."""
         self._errors_in.close()
@@ -131,6 +141,13 @@ class ThreadHandle:
     def send_payload(self, obj: Any, data: bytes | None) -> None:
         """Queue the object itself (the thread waits on the queue for it)."""
         self._payloads.put(obj)
+
+    def next_report(self, timeout: float) -> tuple[int, str, Any] | None:
+        """Take the next queued report, waiting up to `timeout`."""
+        try:
+            return self._errors.get(timeout=timeout)
+        except queue.Empty:
+            return None
 
     def release(self) -> None:
         """Nothing to close."""

@@ -11,7 +11,7 @@ from seedpool.envs.envpool_api import take_envpool_options
 from seedpool.envs.executor import ExecutorConfig
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
-from seedpool.envs.spec import Task, TaskSpec, resolve
+from seedpool.envs.spec import Task, TaskSpec, check_observation_mode, resolve
 
 BACKENDS = ("auto", "serial", "thread", "process")
 ON_WORKER_DEATH = ("raise", "restart")
@@ -46,6 +46,7 @@ def make(
     step_timeout: float | None = 600.0,
     on_worker_death: str = "raise",
     info_keys: dict[str, Any] | None = None,
+    observation_mode: Any = "same",
     **task_options: Any,
 ) -> EnvPool:
     """Build a pool of `num_envs` copies of `task` (a registered id, gymnasium id or env factory),
@@ -62,6 +63,9 @@ def make(
     backend there is no worker to lose. `info_keys`: scalar info entries of your env to
     send through shared arrays, e.g. {"x_position": "float64"}; other info entries are
     forwarded too, batched as gymnasium batches them (see seedpool/envs/infos.py).
+    `observation_mode`: as gymnasium's vector envs: "same" (every env has env 0's observation
+    space), "different" (spaces may differ in bounds but not in shapes and dtypes; make_vec
+    batches them with `batch_differing_spaces`), or a (batched, single) pair of spaces.
     """
     num_envs = env_count(task, num_envs)
     # EnvPool's own make() options (env_type, num_threads, ...), for scripts written for it.
@@ -80,11 +84,15 @@ def make(
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
     restart = on_worker_death == "restart"
+    check_observation_mode(observation_mode)
     seeds = env_seeds(seed, num_envs)
     spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
+    spec.observation_mode = observation_mode
     try:
-        spaces.check(spec.observation_space, "observation")
-        spaces.check(spec.action_space, "action")
+        dynamic = spaces.check(spec.observation_space, "observation")
+        dynamic = spaces.check(spec.action_space, "action") or dynamic
+        if dynamic and backend == "auto":  # objects are pickled to leave a worker: keep them here
+            backend = "serial"
         cfg = plan(spec, num_envs, batch_size, num_workers, backend, step_timeout, restart)
     except BaseException:
         if spec.probe is not None:

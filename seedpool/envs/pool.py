@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -13,12 +13,16 @@ from seedpool.envs import spaces, validate
 from seedpool.envs.buffers import RESTARTED, Buffers
 from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.envpool_api import PoolSpec, pool_config
-from seedpool.envs.errors import ClosedError, EnvPoolError, EnvStepError
+from seedpool.envs.errors import ActionBatchError, ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
 from seedpool.envs.spaces import Nested
 from seedpool.envs.spec import TaskSpec
 
-AUTORESET_MODES = ("next_step", "same_step")
+# "disabled": an env whose episode ended is stepped on as it is until the caller resets it
+# (gymnasium's AutoresetMode.DISABLED, with reset(options={"reset_mask": ...})).
+AUTORESET_MODES = ("next_step", "same_step", "disabled")
+_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
+          "disabled": AutoresetMode.DISABLED}
 
 
 class EnvPool(gym.vector.VectorEnv, gym.Env):
@@ -58,8 +62,7 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self.config = pool_config(spec, num_envs, batch_size, self.backend, self.num_workers, autoreset,
                                   made_with or {})
         self.spec = PoolSpec.of(spec, self.config)
-        mode = AutoresetMode.SAME_STEP if autoreset == "same_step" else AutoresetMode.NEXT_STEP
-        self.metadata = {"render_modes": [], "autoreset_mode": mode}
+        self.metadata = {"render_modes": [], "autoreset_mode": _MODES[autoreset]}
         self._restart_info = executor_cfg.restart_workers
         # Where a Dict/Tuple action's batch size is read from (its first leaf); None: flat.
         nested = isinstance(spec.action_space, spaces.COMPOSITE)
@@ -75,26 +78,72 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._all_list = self._all.tolist()
         self._all32 = self._all.astype(np.int32)
         self._closed = False
-        self._exec = Executor(spec, num_envs, self._b, autoreset == "same_step", executor_cfg)
+        self._exec = Executor(spec, num_envs, self._b, autoreset, executor_cfg)
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
         """Reset every env (env i gets seed + i when a seed is given, and `options`, which
         must be picklable for the process backend); returns (obs, info). Keyword-only, as in
-        gymnasium: EnvPool's positional `reset(env_id)` must not pass for seeds."""
+        gymnasium: EnvPool's positional `reset(env_id)` must not pass for seeds.
+
+        `options={"reset_mask": mask}` (gymnasium's partial reset, a bool array of one entry
+        per env) resets only the envs where `mask` is True, each with its own seed and the
+        other options; the observations of the others are their latest, and the info holds
+        only what the reset envs returned."""
+        ids = self.start_reset(seed=seed, options=options)
+        return self.finish_reset(ids)
+
+    def start_reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None,
+                    env_options: Sequence[dict | None] | None = None) -> np.ndarray:
+        """The first half of `reset`: start resetting the envs (all, or those of a reset
+        mask); returns their ids for `finish_reset`. `env_options`: instead of `options`,
+        one options dict (or None) per env, as SB3 keeps them."""
         self._check_open()
         if self._n_in_flight:
             raise EnvPoolError(f"reset() while {self._n_in_flight} envs are in flight: recv() them first")
         seeds = None if seed is None else env_seeds(seed, self.num_envs)  # checked before any effect
+        ids = self._all
+        if options is not None and "reset_mask" in options:
+            ids = np.flatnonzero(validate.reset_mask(options["reset_mask"], self.num_envs))
+            options = {k: v for k, v in options.items() if k != "reset_mask"}  # not the caller's dict
         if options is not None:
-            self._exec.set_reset_options(options)
+            self._exec.set_reset_options(options, ids.tolist())
+        if env_options is not None:
+            if len(env_options) != self.num_envs:
+                raise ValueError(f"env_options needs one entry per env ({self.num_envs}), got {len(env_options)}")
+            groups: dict[int, tuple[dict, list[int]]] = {}  # one message per distinct dict
+            for i, opt in enumerate(env_options):
+                if opt is not None:
+                    groups.setdefault(id(opt), (opt, []))[1].append(i)
+            for opt, members in groups.values():
+                self._exec.set_reset_options(opt, members)
         if seeds is not None:
-            self._b.seed[:] = seeds
+            self._b.seed[ids] = np.asarray(seeds)[ids]
             self._seed_spaces(seeds)
-        self._submit(self._all, RESET)
-        out = self._receive(self.num_envs, ordered=True)
+        self._submit(ids, RESET)
+        return ids
+
+    def finish_reset(self, ids: np.ndarray, timeout: float | None = None):
+        """The second half of `reset`: (obs, info) once the envs `ids` are reset. With
+        `timeout`, WaitTimeout if worker envs take longer (they stay in flight: call again)."""
+        if ids is self._all:
+            out = self._receive(self.num_envs, ordered=True, timeout=timeout)
+        else:
+            out = self._receive_partial_reset(len(ids), timeout)
         return out[0], out[4]
+
+    def _receive_partial_reset(self, n: int, timeout: float | None):
+        """Every env's row after a reset of `n` of them (their results are in the rows)."""
+        self._check_open()
+        try:
+            got = self._exec.wait(n, timeout)
+        except EnvStepError as err:
+            self._recover(err.env_id)
+            raise
+        self._n_in_flight -= n
+        self._in_flight[got] = False
+        return self._batch(None, self._all32.copy())
 
     def step(self, action: Any, env_id: Any = None):
         """send(action, env_id) then recv(); in sync mode the results follow env_id order."""
@@ -115,9 +164,32 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         """Start stepping the envs `env_id` (default: all) with `action` (leading dim = len(env_id))."""
         self._send(action, env_id)
 
-    def recv(self):
-        """The first `batch_size` envs to finish: (obs, rew, terminated, truncated, info)."""
-        return self._receive(self.batch_size, ordered=not self.is_async)
+    def recv(self, timeout: float | None = None):
+        """The first `batch_size` envs to finish: (obs, rew, terminated, truncated, info).
+        With `timeout` (seconds), WaitTimeout if worker envs take longer; they stay in
+        flight and a later recv() returns them (envs stepped in this process cannot time out)."""
+        return self._receive(self.batch_size, ordered=not self.is_async, timeout=timeout)
+
+    # -- per-env calls ----------------------------------------------------------------------
+    def env_call(self, fn: Callable[..., Any], *args: Any, env_ids: Any = None) -> list[Any]:
+        """`fn(env, *args)` for each env of `env_ids` (default all), run where the env lives;
+        the results in `env_ids` order. `fn` and `args` must be picklable for worker
+        processes (a module-level function). Only between steps: no env may be in flight."""
+        ids = self._call_ids(env_ids)
+        return [self._exec.call(i, fn, args) for i in ids]
+
+    def env_call_each(self, fn: Callable[..., Any], args: Sequence[tuple], env_ids: Any = None) -> list[Any]:
+        """As `env_call`, with its own arguments for each env: `fn(env_i, *args[k])`."""
+        ids = self._call_ids(env_ids)
+        if len(args) != len(ids):
+            raise ValueError(f"env_call_each needs one argument tuple per env ({len(ids)}), got {len(args)}")
+        return [self._exec.call(i, fn, a) for i, a in zip(ids, args)]
+
+    def _call_ids(self, env_ids: Any) -> list[int]:
+        self._check_open()
+        if self._n_in_flight:
+            raise EnvPoolError(f"a per-env call while {self._n_in_flight} envs are in flight: recv() them first")
+        return self._all_list if env_ids is None else validate.env_ids(env_ids, self.num_envs).tolist()
 
     # -- internals --------------------------------------------------------------------------
     def _send(self, action: Any, env_id: Any) -> np.ndarray:
@@ -129,6 +201,9 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
             else:
                 n = _nested_leading_dim(action, path, self.single_action_space)
             if n != self.num_envs:
+                if path is None and np.ndim(action) == 0 and not isinstance(action, (tuple, list)):
+                    raise ActionBatchError(f"send() without env_id needs a batch of one action per env "
+                                           f"({self.num_envs}), got a single {type(action).__name__}")
                 raise ValueError(
                     f"send() without env_id needs one action per env ({self.num_envs}), got {n}; "
                     "pass env_id=info['env_id'] from recv()"
@@ -157,14 +232,14 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._n_in_flight += len(id_list)
         self._exec.submit(id_list, op)
 
-    def _receive(self, n: int, ordered: bool):
+    def _receive(self, n: int, ordered: bool, timeout: float | None = None):
         self._check_open()
         if self._n_in_flight < n:
             raise EnvPoolError(
                 f"recv() needs {n} envs in flight, but {self._n_in_flight} are: send() actions first"
             )
         try:
-            got = self._exec.wait(n)
+            got = self._exec.wait(n, timeout)
         except EnvStepError as err:
             self._recover(err.env_id)
             raise
@@ -281,6 +356,8 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
 
 
 def _leading_dim(action: Any) -> int:
+    if isinstance(action, (tuple, list)):  # also a batch of objects numpy cannot stack
+        return len(action)
     a = np.asarray(action)
     return a.shape[0] if a.ndim else 1
 

@@ -7,6 +7,7 @@ same semantics: autoreset, the engine's time limit, episode statistics and forwa
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -26,6 +27,10 @@ def action_reader(space: gym.Space, buf: spaces.Tree) -> Callable[[int], Any]:
         return buf.__getitem__
     if type(buf) is spaces.Nested:  # Dict or Tuple, nested to any depth
         return buf.row_copy
+    if type(buf) is spaces.Objects:  # a space of no fixed shape: the object itself
+        return buf.__getitem__
+    if buf.ndim == 1:  # a scalar space (Box of shape ()): a numpy scalar, as gymnasium iterates it
+        return buf.__getitem__
     return lambda i: buf[i].copy()  # the env may keep it; the buffer is reused
 
 
@@ -38,18 +43,21 @@ class EnvRunner:
         env_ids: list[int],
         num_envs: int,
         buffers: Buffers,
-        same_step: bool,
+        autoreset: str,
         envs: dict[int, gym.Env] | None = None,
         restarted: bool = False,
     ):
+        """`autoreset`: "next_step", "same_step" or "disabled" (an ended env is stepped on)."""
         self.b = buffers
-        self.same_step = same_step
+        self.same_step = autoreset == "same_step"
+        self.autoreset = autoreset != "disabled"
         self.limit = spec.max_episode_steps
         self.env_ids = list(env_ids)
         # Indexed by global env id so the hot path does no dict lookups.
         self.envs: list[gym.Env | None] = [None] * num_envs
         self._build_envs(spec, dict(envs or {}))
         self.needs_reset = [True] * num_envs
+        self.options_required = [_requires_options(env) for env in self.envs]
         self.reset_options: dict[int, dict] = {}  # env id -> options for its next RESET
         self.elapsed = [0] * num_envs
         self.returns = [0.0] * num_envs
@@ -65,15 +73,18 @@ class EnvRunner:
         `reset_options`, if any) and write row i."""
         self.restart_marks.discard(i)
         b = self.b
-        kwargs = {}
-        seed = int(b.seed[i])
+        seed: int | None = int(b.seed[i])
         if seed >= 0:
             b.seed[i] = -1
-            kwargs["seed"] = seed
+        else:
+            seed = None
+        # By keyword, as gymnasium's and SB3's vector envs call it: `seed` always, `options` when
+        # there are some (SB3's way) or when the env's reset requires it (gymnasium always passes it).
         options = self.reset_options.pop(i, None)
-        if options is not None:
-            kwargs["options"] = options
-        obs, info = self.envs[i].reset(**kwargs)
+        if options is not None or self.options_required[i]:
+            obs, info = self.envs[i].reset(seed=seed, options=options)
+        else:
+            obs, info = self.envs[i].reset(seed=seed)
         self.needs_reset[i] = False
         self.elapsed[i] = 0
         self.returns[i] = 0.0
@@ -154,7 +165,7 @@ class EnvRunner:
                             self._same_step_info(i, final_info, info)
                         elapsed[i] = 0
                         returns[i] = 0.0
-                    else:
+                    elif self.autoreset:
                         needs_reset[i] = True
                 write_obs(i, obs)
         except Exception as exc:
@@ -189,9 +200,15 @@ class EnvRunner:
     def _build_envs(self, spec: TaskSpec, given: dict[int, gym.Env]) -> None:
         """Build (or take from `given`) each env; if one fails, close the others and raise."""
         try:
+            built: dict[int, int] = {}  # id of each env's unwrapped object -> its env id
             for i in self.env_ids:
                 env = given.pop(i) if i in given and spec.probe_fits(i) else None
-                self.envs[i] = env if env is not None else spec.build(i)
+                env = self.envs[i] = env if env is not None else spec.build(i)
+                first = built.setdefault(id(env.unwrapped), i)
+                if first != i:  # as SB3's DummyVecEnv refuses it: the envs would step as one
+                    self.envs[i] = None
+                    raise ValueError(f"the factories of envs {first} and {i} returned the same env instance; "
+                                     "each factory must build a new env (e.g. lambda: MyEnv(), not lambda: env)")
         except BaseException:
             self.close()
             raise
@@ -209,6 +226,17 @@ class EnvRunner:
                 except Exception:  # noqa: BLE001 - closing must not mask the real error
                     pass
                 self.envs[i] = None
+
+
+def _requires_options(env: gym.Env | None) -> bool:
+    """Whether the env's `reset` has an `options` parameter without a default."""
+    if env is None:
+        return False
+    try:
+        param = inspect.signature(env.reset).parameters.get("options")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
 
 
 def probe_step_cost(spec: TaskSpec, steps: int = 32, repeats: int = 5) -> float:

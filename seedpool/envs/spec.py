@@ -10,7 +10,8 @@ from typing import Any, Callable, Sequence, Union
 import gymnasium as gym
 import numpy as np
 
-from seedpool.envs import registry
+from seedpool.envs import registry, spaces
+from seedpool.envs.errors import SpaceMismatchError
 
 EnvFn = Callable[[], gym.Env]
 Task = Union[str, EnvFn, Sequence[EnvFn]]
@@ -38,6 +39,11 @@ class TaskSpec:
     prefer_processes: bool = False  # a family known to hold the GIL while stepping
     probe: gym.Env | None = None  # the env built to read the spaces; the serial backend reuses it
     env_fns: list[EnvFn] | None = None  # one factory per env id (a list of thunks), else None
+    metadata: dict[str, Any] = field(default_factory=dict)  # env 0's, as gymnasium's vector envs report it
+    render_mode: str | None = None  # env 0's
+    # "same": every env has env 0's observation space; "different" (or gymnasium's tuple of a
+    # batched and a single space): spaces may differ in bounds, not in shapes and dtypes.
+    observation_mode: Any = "same"
 
     def build(self, i: int) -> gym.Env:
         """A new env for env id `i`: from its own factory when the task was a list of them
@@ -46,7 +52,7 @@ class TaskSpec:
             return self.env_fn()
         env = self.env_fns[i]()
         _check_same_spaces(env, self, i)
-        return _trust_engine_actions(env)
+        return env
 
     def probe_fits(self, i: int) -> bool:
         """Whether the probe env may serve as env `i` (with one factory per env: only env 0)."""
@@ -54,17 +60,38 @@ class TaskSpec:
 
 
 def _check_same_spaces(env: Any, spec: TaskSpec, i: int) -> None:
-    """Raise a ValueError if env `i`, built by its own factory, cannot be batched with env 0."""
+    """Raise a SpaceMismatchError if env `i`, built by its own factory, cannot be batched
+    with env 0 (its observation space may differ in bounds with observation_mode="different")."""
     if not isinstance(env, gym.Env):
         raise TypeError(f"env_fns[{i}] returned {type(env).__name__}, expected a gymnasium.Env")
-    for role, mine, first in (("observation", env.observation_space, spec.observation_space),
-                              ("action", env.action_space, spec.action_space)):
-        if mine != first:
-            env.close()
-            raise ValueError(
-                f"env_fns[{i}] built an env whose {role} space {mine} differs from env_fns[0]'s "
-                f"{first}: every env of a pool must have the same spaces"
-            )
+    mine, first = env.observation_space, spec.observation_space
+    if spec.observation_mode == "same" and mine != first:
+        env.close()
+        raise SpaceMismatchError(
+            f"env_fns[{i}] built an env whose observation space {mine} differs from env_fns[0]'s {first}: "
+            "the sub-environments observation spaces are not equivalent. If this is intentional, use "
+            "`observation_mode='different'` instead (spaces of the same shapes and dtypes)")
+    if spec.observation_mode != "same" and not spaces.same_layout(mine, first):
+        env.close()
+        raise SpaceMismatchError(
+            f"env_fns[{i}] built an env whose observation space {mine} has other shapes or dtypes than "
+            f"env_fns[0]'s {first}: with observation_mode='different' the spaces may differ only in bounds")
+    if env.action_space != spec.action_space:
+        env.close()
+        raise SpaceMismatchError(f"env_fns[{i}] built an env whose action space {env.action_space} differs "
+                                 f"from env_fns[0]'s {spec.action_space}: every env of a pool must have the "
+                                 "same action space")
+
+
+OBSERVATION_MODES = ("same", "different")
+
+
+def check_observation_mode(mode: Any) -> None:
+    """A ValueError unless `mode` is "same", "different" or a (batched, single) pair of spaces."""
+    pair = isinstance(mode, tuple) and len(mode) == 2 and all(isinstance(s, gym.Space) for s in mode)
+    if not pair and not (isinstance(mode, str) and mode in OBSERVATION_MODES):
+        raise ValueError("Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and "
+                         f"batch observation space, actual got {mode}")
 
 
 class _ValidatedDiscrete(gym.spaces.Discrete):
@@ -83,10 +110,23 @@ class _ValidatedDiscrete(gym.spaces.Discrete):
 
 
 def _trust_engine_actions(env: gym.Env) -> gym.Env:
-    """Switch the env's own Discrete action space to the validated variant (same state)."""
-    space = getattr(env.unwrapped, "action_space", None)
+    """Give an env the engine built from a task id a validated copy of its Discrete action
+    space (same bounds and random state).
+
+    Only for envs built from an id: the env is then the engine's own. The user's objects are
+    never touched: not the space object itself (envs commonly share one, as a class or module
+    attribute, and gymnasium tells spaces apart by exact class), and not the envs a user's
+    factory returns. Those keep gymnasium's own `contains`.
+    """
+    inner = env.unwrapped
+    space = getattr(inner, "action_space", None)
     if type(space) is gym.spaces.Discrete:
-        space.__class__ = _ValidatedDiscrete
+        fresh = copy.deepcopy(space)  # ours alone: its class may change, its RNG is not shared
+        fresh.__class__ = _ValidatedDiscrete
+        try:
+            inner.action_space = fresh
+        except AttributeError:  # a read-only property: the env keeps gymnasium's check
+            pass
     return env
 
 
@@ -173,17 +213,21 @@ def resolve(
         raise TypeError(f"the env factory returned {type(probe).__name__}, expected a gymnasium.Env")
     if max_episode_steps is not None and max_episode_steps <= 0:
         raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
-    action_space = copy.deepcopy(probe.action_space)  # users see the plain space
-    _trust_engine_actions(probe)
+    action_space = copy.deepcopy(probe.action_space)  # users see a space of their own
+    if isinstance(task, str):  # the engine built these envs: they may trust its validation
+        _trust_engine_actions(probe)
+        env_fn = _trusting(env_fn)
     return TaskSpec(
         name=name,
-        env_fn=_trusting(env_fn),
+        env_fn=env_fn,
         observation_space=probe.observation_space,
         action_space=action_space,
         max_episode_steps=max_episode_steps if max_episode_steps is not None else limit,
         info_spec=_info_spec(probe, info_keys),
         prefer_processes=prefer_processes,
         probe=probe,
+        metadata=dict(getattr(probe, "metadata", None) or {}),
+        render_mode=getattr(probe, "render_mode", None),
     )
 
 

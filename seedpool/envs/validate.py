@@ -7,6 +7,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from seedpool.envs.spaces import LEAVES
+
 
 def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
     """An int array of distinct valid env ids, or a ValueError/TypeError saying what is wrong."""
@@ -46,6 +48,13 @@ def actions(space: gym.Space, action: Any, n: int) -> Any:
             raise ValueError(f"expected a tuple of {len(space.spaces)} action batches, one per "
                              f"entry of the Tuple space, got {type(action).__name__}")
         return tuple(actions(s, a, n) for s, a in zip(space.spaces, action))
+    if not isinstance(space, LEAVES):
+        # A space of no fixed shape (Graph, Sequence, Text, OneOf, custom): gymnasium batches
+        # its actions as a tuple over the envs, and leaves checking them to the env.
+        if not isinstance(action, (tuple, list)) or len(action) != n:
+            got = f"{type(action).__name__}" + (f" of {len(action)}" if isinstance(action, (tuple, list)) else "")
+            raise ValueError(f"expected a tuple of {n} actions of {space}, one per env, got {got}")
+        return tuple(action)
     a = np.asarray(action)
     if isinstance(space, gym.spaces.Discrete):
         return _discrete(a, n, int(space.start), int(space.start + space.n))
@@ -63,8 +72,8 @@ def actions(space: gym.Space, action: Any, n: int) -> Any:
         return a
     if isinstance(space, gym.spaces.Box):
         _check_shape(a, (n, *space.shape))
-        if a.dtype.kind not in "fiu":
-            raise TypeError(f"Box actions must be numbers, got dtype {a.dtype}")
+        if a.dtype.kind not in "fiu" and not (a.dtype.kind == "b" and np.dtype(space.dtype).kind == "b"):
+            raise TypeError(f"Box actions must be numbers (or bools for a bool Box), got dtype {a.dtype}")
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             rows = np.unique(np.nonzero(~np.isfinite(a.reshape(n, -1)))[0]).tolist()
             raise ValueError(f"actions contain NaN or inf (batch rows {rows})")
@@ -100,3 +109,17 @@ def _check_integer(a: np.ndarray) -> None:
         if a.dtype.kind == "f" and np.isnan(a).any():
             raise ValueError("actions contain NaN")
         raise TypeError(f"discrete actions must be integers, got dtype {a.dtype}")
+
+
+def reset_mask(mask: Any, num_envs: int) -> np.ndarray:
+    """`options["reset_mask"]` checked as gymnasium's vector envs check it (the same errors)."""
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+    if not mask.any():
+        raise ValueError("`options['reset_mask']` must contain a boolean array with at least one True "
+                         f"value, got reset_mask={mask}")
+    return mask

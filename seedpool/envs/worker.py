@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from seedpool.envs.buffers import FAILED
-from seedpool.envs.channel import CLOSE, ENV_MASK, OP_SHIFT, OPTIONS, Doorbell, Ring, spin_until
+from seedpool.envs.errors import EnvFailure
+from seedpool.envs.calls import run_call
+from seedpool.envs.channel import CALL, CLOSE, ENV_MASK, OP_SHIFT, OPTIONS, Doorbell, Ring, spin_until
 from seedpool.envs.runner import EnvRunner
 
 OP_NAMES = {0: "step", 1: "reset", 3: "reset"}
@@ -43,7 +45,9 @@ class WorkerLink:
 
     commands: Ring
     bell: Doorbell
-    report: Callable[[tuple[int, str, str]], None]  # a pipe's send (processes), a queue's put (threads)
+    # Env errors (env id, op, traceback) and call outcomes (env id, "call", Outcome): a pipe's
+    # send (processes), a queue's put (threads).
+    report: Callable[[tuple[int, str, Any]], None]
     spin_s: float
     read_payload: Callable[[], Any]  # blocks until the pool's next object arrives
 
@@ -68,15 +72,19 @@ def serve(runner: EnvRunner, link: WorkerLink, done: Completions, parent_pid: in
             if op == CLOSE:
                 return
             if op == OPTIONS:
-                options = link.read_payload()
-                runner.reset_options.update((j, options) for j in runner.env_ids)
+                options, ids = link.read_payload()
+                runner.reset_options.update((j, options) for j in ids)
+                continue
+            if op == CALL:
+                fn, args = link.read_payload()
+                link.report((i, "call", run_call(runner.envs[i], fn, args, pickled=parent_pid is not None)))
                 continue
             try:
                 status[i] = run(op, i)
-            except Exception:  # noqa: BLE001 - reported to the pool, which raises it
+            except Exception as exc:  # noqa: BLE001 - reported to the pool, which raises it
                 status[i] = FAILED
                 runner.mark_for_reset(i)
-                link.report((i, OP_NAMES.get(op, "?"), traceback.format_exc()))
+                link.report((i, OP_NAMES.get(op, "?"), EnvFailure.of(traceback.format_exc(), exc)))
             finished.append(i)
             # Slow envs are published one by one (async callers get them as soon as they are
             # done); cheap ones in groups, so publishing does not cost more than stepping.

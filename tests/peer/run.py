@@ -1,0 +1,90 @@
+"""Run a peer library's own vector tests against seedpool and summarise the outcome.
+
+    python tests/peer/run.py gymnasium [--backend serial|thread|process] [--junit PATH]
+    python tests/peer/run.py sb3 [--backend ...]
+
+Gymnasium's tests are read from `../shared/peer-suites/gymnasium` (beside the clone, as CI
+has it) or `$SEEDPOOL_PEER_SUITES/gymnasium`; SB3's are vendored in tests/peer/sb3. Prints
+passed/failed/skipped, the tests that built a routed env, and each failure's first line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+def gymnasium_root() -> Path | None:
+    """Gymnasium's test tree (the folder holding `tests/vector`), or None where it is absent."""
+    base = os.environ.get("SEEDPOOL_PEER_SUITES")
+    root = Path(base) / "gymnasium" if base else REPO.parent / "shared" / "peer-suites" / "gymnasium"
+    return root if (root / "tests" / "vector").is_dir() else None
+
+
+def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeout: float = 600) -> int:
+    """Run the suite in a child pytest; junit XML and the routed-build list land at the paths given."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SEEDPOOL_PEER_SUITE="1",
+               SEEDPOOL_PEER_BUILDS=str(builds),
+               PYTHONPATH=os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")]))
+    if backend:
+        env["SEEDPOOL_PEER_BACKEND"] = backend
+    if suite == "gymnasium":
+        root = gymnasium_root()
+        if root is None:
+            raise FileNotFoundError("gymnasium's test tree is absent (../shared/peer-suites/gymnasium)")
+        cwd, plugin, target = root, "seedpool_gymnasium_routing", "tests/vector"
+    else:
+        cwd, plugin, target = HERE / "sb3", "seedpool_sb3_routing", "."
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings",
+           "-p", plugin, "-o", "timeout=60", "--rootdir", str(cwd), "-c", os.devnull,
+           f"--junitxml={junit}", target]
+    return subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode
+
+
+def outcomes(junit: Path) -> dict[str, tuple[str, str]]:
+    """test id -> (pass | fail | skip, first line of the failure message)."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        state, msg = "pass", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                state, msg = "fail", (child.get("message") or "").splitlines()[0][:200] if child.get("message") else ""
+            elif child.tag == "skipped" and state == "pass":
+                state = "skip"
+        out[name] = (state, msg)
+    return out
+
+
+def main() -> None:
+    """Command line: run one suite, print the summary."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("suite", choices=["gymnasium", "sb3"])
+    ap.add_argument("--backend", default=None)
+    ap.add_argument("--junit", type=Path, default=None)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="seedpool-peer-"))
+    junit = args.junit or tmp / "junit.xml"
+    builds = tmp / "builds.txt"
+    run_suite(args.suite, args.backend, junit, builds)
+    got = outcomes(junit)
+    built = set(builds.read_text().split("\n")) - {""} if builds.exists() else set()
+    counts = {s: sum(1 for v, _ in got.values() if v == s) for s in ("pass", "fail", "skip")}
+    print(f"{args.suite} (backend {args.backend or 'default'}): {counts}; "
+          f"{len(built)} tests built a routed env")
+    for name, (state, msg) in sorted(got.items()):
+        if state == "fail":
+            print(f"FAILED {name}: {msg}")
+
+
+if __name__ == "__main__":
+    main()
