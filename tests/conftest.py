@@ -15,6 +15,11 @@ if str(TESTS_DIR) not in sys.path:  # envs_for_tests is imported by tests and by
     sys.path.insert(0, str(TESTS_DIR))
 
 SHM = Path("/dev/shm")
+
+# tests/peer holds the peers' own suites (SB3's vendored tests, the routing plugins): they run
+# only through tests/test_peer_suites.py, in child pytests routed to seedpool, never in this
+# session (which would run SB3's tests against SB3 itself).
+collect_ignore = [] if os.environ.get("SEEDPOOL_PEER_SUITE") else ["peer"]
 # How long a test waits for processes to exit or shared memory to be unlinked after a close, a
 # kill or a Ctrl-C: each wait ends as soon as they are gone, so the bound only costs time when
 # something is left behind, and a loaded machine (2 cores, shared) is not taken for a leak.
