@@ -338,3 +338,14 @@ def test_sac_trains_on_box_actions(sb3, one_torch_thread, tmp_logger):
         model.learn(200)
         assert model.num_timesteps >= 200
         assert {e["l"] for e in model.ep_info_buffer} == {6}  # BoxActionEnv's episodes last 6 steps
+
+
+def test_envs_are_the_env_objects_with_the_serial_backend_only(sb3):
+    with closing(seedpool.make_sb3("CartPole-v1", 2, backend="serial")) as venv:
+        assert len(venv.envs) == 2 and venv.envs[0] is not venv.envs[1]
+        venv.set_attr("marker", 5, indices=[1])
+        assert getattr(venv.envs[1], "marker") == 5 and not hasattr(venv.envs[0], "marker")
+    with closing(seedpool.make_sb3("CartPole-v1", 2, backend="process")) as venv:
+        assert not hasattr(venv, "envs")
+        with pytest.raises(AttributeError, match="live in worker threads or processes.*backend='serial'"):
+            venv.envs

@@ -147,6 +147,17 @@ class SeedpoolVecEnv(VecEnv):
         """Whether each target env has a wrapper of `wrapper_class` (as DummyVecEnv answers)."""
         return self.pool.env_call(calls.is_wrapped, wrapper_class, env_ids=self._ids(indices))
 
+    @property
+    def envs(self) -> list[Any]:
+        """The env objects, as DummyVecEnv's ``envs`` list: with ``backend="serial"`` only, where
+        every env lives in this process (elsewhere use get_attr / set_attr / env_method)."""
+        envs = self.pool.in_process_envs()
+        if envs is None:
+            raise AttributeError(f"envs: the env objects live in worker threads or processes ({self.pool.backend} "
+                                 "backend); reach them with get_attr/set_attr/env_method, or make the VecEnv "
+                                 "with backend='serial' to hold them here as DummyVecEnv does")
+        return envs
+
     def get_images(self) -> list[np.ndarray | None]:
         """Each env's frame (render_mode='rgb_array'); VecEnv.render() tiles them."""
         if self.render_mode != "rgb_array":

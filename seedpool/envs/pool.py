@@ -185,6 +185,16 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
             raise ValueError(f"env_call_each needs one argument tuple per env ({len(ids)}), got {len(args)}")
         return [self._exec.call(i, fn, a) for i, a in zip(ids, args)]
 
+    def in_process_envs(self) -> list[Any] | None:
+        """The env objects themselves, in env_id order, when every env is stepped in this
+        process (``backend="serial"``); None when some live in worker threads or processes.
+        Touch them only between steps, as with `env_call`."""
+        self._check_open()
+        local = self._exec.local
+        if local is None or len(local.env_ids) != self.num_envs:
+            return None
+        return list(local.envs)
+
     def _call_ids(self, env_ids: Any) -> list[int]:
         self._check_open()
         if self._n_in_flight:

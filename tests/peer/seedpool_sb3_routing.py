@@ -26,12 +26,8 @@ from peer_routing import count_routed_builds, pytest_sessionfinish, skip_by_name
 _FORCED = os.environ.get("SEEDPOOL_PEER_BACKEND")
 
 # Test name -> why it does not apply (SB3's internals, not VecEnv behaviour).
-_ENVS_LIST = "reads DummyVecEnv's `envs` list (its internals); the SubprocVecEnv variant runs the same calls"
 SKIPS: dict[str, str] = {
     "test_subproc_start_method": "SubprocVecEnv's start_method (how SB3 starts its processes; seedpool forks)",
-    "test_vecenv_custom_calls[None-DummyVecEnv]": _ENVS_LIST,
-    "test_vecenv_custom_calls[VecFrameStack-DummyVecEnv]": _ENVS_LIST,
-    "test_vecenv_custom_calls[VecNormalize-DummyVecEnv]": _ENVS_LIST,
 }
 
 
