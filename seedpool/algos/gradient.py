@@ -6,8 +6,8 @@ A learner computes its loss (inside :meth:`GradientStep.autocast`, where the pre
 asks for it) and hands it to its :class:`GradientStep`; everything after the loss is done
 here, the same way for PPO, IMPALA/APPO and DQN/Ape-X:
 
-- gradients are zeroed in place before the backward pass (a flat parameter's gradient
-  holds views that must stay alive: `seedpool.models.flat`);
+- gradients are cleared before the backward pass (a flat parameter's in place: its gradient
+  holds views that must stay alive, `seedpool.models.flat`);
 - the loss and the gradient norm are checked for NaN/inf in one host sync **before** the
   optimizer steps: a non-finite step raises :class:`NonFiniteLossError` with the
   parameters and the optimizer state exactly as they were (the gradients are zeroed);
@@ -70,7 +70,7 @@ class GradientStep:
 
         ``version`` is the learner's version, named in the error of a non-finite step."""
         start = time.perf_counter()
-        zero_grads(self.params)
+        self._zero_grads()
         loss.backward()
         mid = time.perf_counter()
         norm = clip_grad_norm(self.params, self.max_grad_norm)
@@ -92,13 +92,21 @@ class GradientStep:
         total = grad_norm if loss is None else loss.float() + grad_norm
         if math.isfinite(float(total)):
             return
-        zero_grads(self.params)
+        self._zero_grads()
         loss_text = "" if loss is None else f"{self.name} loss is {float(loss):.4g}, "
         raise NonFiniteLossError(
             f"{loss_text}{self.name} gradient norm is {float(grad_norm):.4g}: not finite at learner version "
             f"{version}; the step was refused and the parameters and optimizer state are those of the "
             "last good step. Check the rewards and observations fed to the learner, or lower the "
             "learning rate")
+
+    def _zero_grads(self) -> None:
+        # A flat parameter's gradient holds the views its layers accumulate into: zero it in
+        # place. Separate tensors: drop the gradients, so backward writes them instead of adding.
+        if len(self.params) == 1:
+            zero_grads(self.params)
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
 
     def record(self, seconds: float) -> None:
         """Count a step taken outside :meth:`__call__` (the NumPy PPO kernel) and its seconds."""
