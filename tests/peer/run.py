@@ -31,7 +31,12 @@ def gymnasium_root() -> Path | None:
 
 def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeout: float = 600) -> int:
     """Run the suite in a child pytest; junit XML and the routed-build list land at the paths given."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SEEDPOOL_PEER_SUITE="1",
+    # The child's temporary files (SB3's default logger folders among them) go beside the junit
+    # file, which the caller cleans up, not into the machine's /tmp.
+    scratch = junit.parent / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", SEEDPOOL_PEER_SUITE="1", TMPDIR=str(scratch),
+               SB3_LOGDIR=str(scratch / "sb3-logs"),
                SEEDPOOL_PEER_BUILDS=str(builds),
                PYTHONPATH=os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")]))
     if backend:
