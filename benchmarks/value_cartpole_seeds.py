@@ -2,7 +2,7 @@
 
     python benchmarks/value_cartpole_seeds.py dqn '{"name": {"dqn": {...}, "apex": {...}, "run": {...}}}' 1,2,3
 
-Each variant overrides the algorithm's CartPole defaults ("dqn": DQNConfig fields, "apex":
+Each variant overrides the algorithm's CartPole defaults ("dqn": DQNConfig fields for dqn, QLearningConfig fields for apex; "apex":
 ApexConfig fields, "model": QModelConfig fields, "run": run options) and trains once per
 seed, one after another. Per run it prints one RESULT line: the greedy evaluation of the
 final policy over 20 episodes (what the learning tests assert), the last 20 training
