@@ -136,14 +136,19 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
     def _receive_partial_reset(self, n: int, timeout: float | None):
         """Every env's row after a reset of `n` of them (their results are in the rows)."""
         self._check_open()
+        got = self._wait(n, timeout)
+        self._in_flight[got] = False
+        return self._batch(None, self._all32.copy())
+
+    def _wait(self, n: int, timeout: float | None) -> np.ndarray:
+        """The ids of the next `n` envs to finish; an env's error first puts the pool back in order."""
         try:
             got = self._exec.wait(n, timeout)
         except EnvStepError as err:
             self._recover(err.env_id)
             raise
         self._n_in_flight -= n
-        self._in_flight[got] = False
-        return self._batch(None, self._all32.copy())
+        return got
 
     def step(self, action: Any, env_id: Any = None):
         """send(action, env_id) then recv(); in sync mode the results follow env_id order."""
@@ -248,12 +253,7 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
             raise EnvPoolError(
                 f"recv() needs {n} envs in flight, but {self._n_in_flight} are: send() actions first"
             )
-        try:
-            got = self._exec.wait(n, timeout)
-        except EnvStepError as err:
-            self._recover(err.env_id)
-            raise
-        self._n_in_flight -= n
+        got = self._wait(n, timeout)
         if n == self.num_envs and ordered:  # every env came back (sync mode): no gather
             self._in_flight.fill(False)
             return self._batch(None, self._all32.copy())
