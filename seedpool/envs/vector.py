@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -70,18 +70,26 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
     def reset_wait(self, timeout: float | None = None, **kwargs: Any):
         """(obs, info) of the reset `reset_async` started; `multiprocessing.TimeoutError` after
         `timeout` seconds (the reset goes on: call again)."""
-        if self._pending != "reset":
-            raise NoAsyncCallError("Calling `reset_wait` without any prior call to `reset_async`.", "reset")
-        try:
-            obs, info = self.pool.finish_reset(self._resetting, timeout)
-        except WaitTimeout:  # still pending: the envs stay in flight
-            raise multiprocessing.TimeoutError(f"The call to `reset_wait` has timed out after {timeout} second(s).") from None
-        except BaseException:
-            self._pending = None  # an env raised: the pool dropped the reset
-            raise
-        self._pending = None
+        obs, info = self._collect("reset", lambda: self.pool.finish_reset(self._resetting, timeout), timeout)
         info.pop("final_obs", None)  # the same-step buffer: nothing ended in a reset
         return obs, self._own(info)
+
+    def _collect(self, kind: str, receive: Callable[[], Any], timeout: float | None) -> Any:
+        """`receive()` the results of the pending `kind` ("step" or "reset") call, with
+        gymnasium's errors: no such call, or still running after `timeout` seconds (the call
+        goes on: ask again); an env that raised ends the call (the pool dropped it)."""
+        if self._pending != kind:
+            raise NoAsyncCallError(f"Calling `{kind}_wait` without any prior call to `{kind}_async`.", kind)
+        try:
+            out = receive()
+        except WaitTimeout:  # still pending: the envs stay in flight
+            raise multiprocessing.TimeoutError(
+                f"The call to `{kind}_wait` has timed out after {timeout} second(s).") from None
+        except BaseException:
+            self._pending = None
+            raise
+        self._pending = None
+        return out
 
     def _refuse_pending(self, caller: str) -> None:
         if self._pending is not None:
@@ -110,16 +118,7 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
     def step_wait(self, timeout: float | None = None, **kwargs: Any):
         """The results of `step_async`; `multiprocessing.TimeoutError` after `timeout` seconds
         (the step goes on: call again)."""
-        if self._pending != "step":
-            raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
-        try:
-            obs, rew, term, trunc, info = self.pool.recv(timeout)
-        except WaitTimeout:  # still pending: the envs stay in flight
-            raise multiprocessing.TimeoutError(f"The call to `step_wait` has timed out after {timeout} second(s).") from None
-        except BaseException:
-            self._pending = None  # an env raised: the pool dropped the step
-            raise
-        self._pending = None
+        obs, rew, term, trunc, info = self._collect("step", lambda: self.pool.recv(timeout), timeout)
         if "final_obs" in info:  # same-step autoreset
             final = info.pop("final_obs")
             done = term | trunc
