@@ -41,6 +41,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "learner_speed.md"
+CLOCK = time.perf_counter  # the worker's timer (--clock)
 TOTAL_STEPS = 10**12  # annealed rates stay at their start value during the benchmark
 
 
@@ -256,7 +257,7 @@ def _find_class(name: str) -> type:
     raise ImportError(f"no learner class {name!r} in seedpool.algos")
 
 
-def worker(threads: int) -> None:
+def worker(threads: int, clock: str) -> None:
     """Answer the driver's JSON lines on stdin (setup, time, versions), one reply line each."""
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything the package prints goes to stderr, not into the replies
@@ -264,6 +265,8 @@ def worker(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    global CLOCK
+    CLOCK = time.process_time if clock == "cpu" else time.perf_counter
     built: dict[str, tuple[Any, Any]] = {}
     for line in sys.stdin:
         msg = json.loads(line)
@@ -283,9 +286,9 @@ def worker(threads: int) -> None:
                 learner, batch = built[msg["case"]]
                 times = []
                 for _ in range(msg["n"]):
-                    t0 = time.perf_counter()
+                    t0 = CLOCK()
                     learner.update(batch)
-                    times.append(time.perf_counter() - t0)
+                    times.append(CLOCK() - t0)
                 reply = {"times": times}
         except Exception as err:  # reported in the table; the other cases go on
             reply = {"error": f"{type(err).__name__}: {err}"}
@@ -296,10 +299,11 @@ def worker(threads: int) -> None:
 class Worker:
     """This script with ``--worker`` under ``PYTHONPATH=checkout``."""
 
-    def __init__(self, checkout: Path, threads: int) -> None:
+    def __init__(self, checkout: Path, threads: int, clock: str) -> None:
         self.checkout = checkout
         env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": str(threads)}
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", "--threads", str(threads)],
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", "--threads", str(threads),
+                                      "--clock", clock],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
                                      cwd=checkout)
 
@@ -410,11 +414,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, help="timed blocks per case and checkout (default 5, quick 3)")
     p.add_argument("--cases", default="", help="comma-separated case names to run (default: all)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads in each worker")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall: elapsed time; cpu: the worker's CPU time, less sensitive to other load "
+                        "on a shared machine (with --threads 1 the two agree on a quiet one)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        return worker(args.threads)
+        return worker(args.threads, args.clock)
     rounds = args.rounds or (3 if args.quick else 5)
     wanted = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
     if not wanted:
@@ -424,10 +431,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--ref {args.ref}: expected a checkout with seedpool/__init__.py in it")
     from seedpool.bench.report import cpu_model  # this checkout's (a worker may import another's seedpool)
 
-    workers = {label: Worker(path, args.threads) for label, path in labels.items()}
+    workers = {label: Worker(path, args.threads, args.clock) for label, path in labels.items()}
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}",
             "python": platform.python_version(), "torch threads per worker": str(args.threads),
+            "clock": "CPU time of the worker process" if args.clock == "cpu" else "wall-clock",
             "load average before": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     try:
         for label, w in workers.items():

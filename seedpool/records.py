@@ -163,8 +163,16 @@ class Rollout:
         def z(shape, dtype=torch.float32):
             return torch.zeros(shape, dtype=dtype, device=device)
 
+        if obs_dtype == torch.uint8 and len(obs_space.shape) == 3:
+            # Frames [C, H, W] are stored channels-last (H, W, C in memory) behind a [C, H, W]
+            # view: the sampler writes each frame once, and learning then reads minibatches
+            # in the layout the CPU convolutions want without transposing every epoch.
+            c, h, w = obs_space.shape
+            obs = z((T, B, h, w, c), obs_dtype).movedim(-1, -3)
+        else:
+            obs = z((T, B, *obs_space.shape), obs_dtype)
         return cls(
-            obs=z((T, B, *obs_space.shape), obs_dtype),
+            obs=obs,
             actions=z((T, B, *act_shape), act_dtype),
             logprobs=z((T, B)),
             values=z((T + 1, B)),

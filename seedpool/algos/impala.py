@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from seedpool.algos.batching import frames_last, take_rows
 from seedpool.algos.gradient import NonFiniteLossError, Precision  # noqa: F401 (re-exported)
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
@@ -92,8 +93,11 @@ def make_optimizer(model: nn.Module, cfg: ImpalaConfig) -> torch.optim.Optimizer
 
 def unrolls_to_tensors(u: Unrolls, device: torch.device) -> Batch:
     """Move a batch of unrolls to the learner's device, as [T(+1), B] tensors."""
-    return {name: torch.from_numpy(np.ascontiguousarray(getattr(u, name))).to(device)
-            for name in ("obs", "actions", "logp", "rewards", "terminated", "valid")}
+    batch = {name: torch.from_numpy(np.ascontiguousarray(getattr(u, name))).to(device)
+             for name in ("obs", "actions", "logp", "rewards", "terminated", "valid")}
+    # Frames once in the layout the convolutions want, not once per epoch and minibatch.
+    batch["obs"] = frames_last(batch["obs"])
+    return batch
 
 
 def _evaluate(model: ActorCritic, batch: Batch, bootstrap: bool):
@@ -228,12 +232,12 @@ class ImpalaLearner(GradientLearner):
     def _step(self, batch: Batch, targets: dict | None, idx: torch.Tensor, clip: float | None):
         """One gradient step on the unrolls (columns) ``idx``."""
         whole = len(idx) == batch["actions"].shape[1]
-        mb = batch if whole else {k: v[:, idx] for k, v in batch.items()}
+        mb = batch if whole else {k: take_rows(v, idx, dim=1) for k, v in batch.items()}
         with self.gradient.autocast():
             if targets is None:
                 loss, parts = impala_loss(self.model, mb, self.cfg)
             else:
-                mb_targets = targets if whole else {k: v[:, idx] for k, v in targets.items()}
+                mb_targets = targets if whole else {k: take_rows(v, idx, dim=1) for k, v in targets.items()}
                 loss, parts = appo_loss(self.model, mb, mb_targets, self.cfg, clip)
         grad_norm = self.gradient(loss, self.version)
         return loss, parts, grad_norm

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from seedpool.algos.batching import take_rows
 from seedpool.algos.gradient import GradientStep, Precision
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.ppo_numpy import numpy_step_fn
@@ -88,9 +89,9 @@ class PPOBatch:
     def __len__(self) -> int:
         return self.obs.shape[0]
 
-    def take(self, idx: torch.Tensor | slice) -> PPOBatch:
-        """Rows ``idx`` of every field."""
-        return PPOBatch(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+    def take(self, idx: torch.Tensor) -> PPOBatch:
+        """Rows ``idx`` (int64 indices) of every field."""
+        return PPOBatch(*(take_rows(getattr(self, f.name), idx) for f in dataclasses.fields(self)))
 
 
 def make_batch(rollout, gamma: float, gae_lambda: float, reward_scale: float = 1.0) -> PPOBatch:
@@ -103,15 +104,17 @@ def make_batch(rollout, gamma: float, gae_lambda: float, reward_scale: float = 1
         rewards, rollout.values, rollout.terminated, rollout.truncated, gamma, gae_lambda
     )
     returns = advantages + rollout.values[:-1]
-    valid = rollout.valid
-    return PPOBatch(
-        obs=rollout.obs[valid],
-        actions=rollout.actions[valid],
-        logprobs=rollout.logprobs[valid],
-        values=rollout.values[:-1][valid],
-        advantages=advantages[valid],
-        returns=returns[valid],
+    steps = PPOBatch(
+        obs=rollout.obs.flatten(0, 1),
+        actions=rollout.actions.flatten(0, 1),
+        logprobs=rollout.logprobs.flatten(0, 1),
+        values=rollout.values[:-1].flatten(0, 1),
+        advantages=advantages.flatten(0, 1),
+        returns=returns.flatten(0, 1),
     )
+    valid = rollout.valid.flatten()
+    # An index gather instead of a boolean mask: masks are a slow copy of the frames.
+    return steps.take(valid.nonzero().squeeze(1))
 
 
 def ppo_loss(

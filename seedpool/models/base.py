@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from seedpool.models.distributions import ActionHead, Params
@@ -56,3 +57,15 @@ def float32(outputs):
     if isinstance(outputs, torch.Tensor):
         return outputs.float()
     return tuple(float32(o) for o in outputs)
+
+
+def scaled_trunk(trunk: nn.Sequential, obs: torch.Tensor, scale: torch.Tensor,
+                 memory_format: torch.memory_format) -> torch.Tensor:
+    """``trunk(obs * scale)`` for a trunk that opens with a convolution, with the scale folded
+    into that convolution's weights: scaling a few thousand weights instead of every pixel
+    leaves one uint8 -> float copy of the frames (no copy of the layout too when they are
+    already channels-last)."""
+    conv = trunk[0]
+    x = obs.to(torch.float32, memory_format=memory_format)
+    x = F.conv2d(x, conv.weight * scale, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+    return trunk[1:](x)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seedpool.models.base import ActorCritic, layer_init
+from seedpool.models.base import ActorCritic, layer_init, scaled_trunk
 from seedpool.models.distributions import CategoricalHead, Params
 
 
@@ -39,6 +39,6 @@ class NatureCNNActorCritic(ActorCritic):
 
     def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
         """Logits ``[B, A]`` and values ``[B]``; pixels are scaled to [0, 1] here, not in the env."""
-        x = obs.to(torch.float32, memory_format=self.memory_format) * self.scale
-        hidden = self.fc(self.trunk(x))
+        hidden = self.fc(scaled_trunk(self.trunk, obs, self.scale, self.memory_format))
         return self.pi_head(hidden), self.vf_head(hidden).squeeze(-1)
+

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seedpool.models.base import layer_init
+from seedpool.models.base import layer_init, scaled_trunk
 
 
 def _relu_stack(in_dim: int, widths: tuple[int, ...]) -> tuple[nn.Sequential, int]:
@@ -108,7 +108,7 @@ class NatureCNNQNetwork(QNetwork):
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         """Convolutional features; pixels are scaled to [0, 1] here, not in the env."""
-        return self.torso(obs.to(torch.float32, memory_format=self.memory_format) * self.scale)
+        return scaled_trunk(self.torso, obs, self.scale, self.memory_format)
 
 
 class MinAtarQNetwork(QNetwork):
