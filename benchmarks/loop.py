@@ -1,0 +1,296 @@
+"""The engine inside a training loop: seedpool vs gymnasium SyncVectorEnv vs EnvPool.
+
+    .venv/bin/python benchmarks/loop.py                  # every case, 5 alternating repeats
+    .venv/bin/python benchmarks/loop.py --cases hc2,pong8 --repeats 3
+    .venv/bin/python benchmarks/loop.py --quick          # smoke run, table not written
+
+The loop is a user's, not the engine's: a policy forward on every batch of observations, the
+step, and every `rollout` steps a torch update of the policy that uses all of torch's
+threads (CleanRL's PPO shape: 10 epochs of minibatches of 64 transitions for the MLP cases,
+CleanRL's Atari shape, shortened, for Pong). The envs of the MuJoCo/classic cases carry
+CleanRL's continuous-control wrappers, built by the same thunks for every engine; EnvPool
+runs its own envs (no such wrappers; its MuJoCo tasks are the -v4 versions), so its column
+is a reference, not a like-for-like. Each repeat builds every engine afresh, in a rotated
+order, runs one warm-up iteration, then times `iters` iterations; the table reports medians
+and min-max over the repeats, and ratios of medians from the same run.
+
+Engines: `gym_sync` (gymnasium.vector.SyncVectorEnv), `auto` (seedpool.make_vec, no backend
+argument: the one-line replacement), `serial` (backend="serial"), `process` (backend="process"),
+`overlap` (seedpool's async pattern: `send` the actions before the update and `recv` after it,
+so the envs step while the learner computes), `envpool` (envpool.make, where it has the task).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+import seedpool
+from seedpool.bench.report import machine_info
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "loop.md"
+
+
+@dataclass(frozen=True)
+class LoopCase:
+    """One row group of the table: a task, its env count and the learner's shape."""
+
+    name: str
+    env_id: str
+    num_envs: int
+    envpool_id: str | None  # EnvPool's name for the task, None where it has none
+    rollout: int  # steps per env between updates
+    atari: bool = False
+
+
+CASES = {
+    "hc2": LoopCase("HalfCheetah-v5 x 2", "HalfCheetah-v5", 2, "HalfCheetah-v4", 256),
+    "hopper4": LoopCase("Hopper-v5 x 4", "Hopper-v5", 4, "Hopper-v4", 128),
+    "hc8": LoopCase("HalfCheetah-v5 x 8", "HalfCheetah-v5", 8, "HalfCheetah-v4", 64),
+    "pendulum4": LoopCase("Pendulum-v1 x 4", "Pendulum-v1", 4, "Pendulum-v1", 128),
+    "pong8": LoopCase("Pong-v5 x 8 (Nature CNN)", "Pong-v5", 8, "Pong-v5", 32, atari=True),
+}
+
+
+def cleanrl_thunk(env_id: str, gamma: float = 0.99) -> Callable[[], gym.Env]:
+    """CleanRL ppo_continuous_action.py's make_env (gymnasium 1.x spelling)."""
+
+    def thunk() -> gym.Env:
+        env = gym.make(env_id)
+        env = gym.wrappers.FlattenObservation(env)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = gym.wrappers.ClipAction(env)
+        env = gym.wrappers.NormalizeObservation(env)
+        env = gym.wrappers.TransformObservation(env, lambda obs: np.clip(obs, -10, 10), env.observation_space)
+        env = gym.wrappers.NormalizeReward(env, gamma=gamma)
+        env = gym.wrappers.TransformReward(env, lambda r: float(np.clip(r, -10, 10)))
+        return env
+
+    return thunk
+
+
+# -- the learner ------------------------------------------------------------------------------
+def mlp_policy(obs_dim: int, act_dim: int) -> nn.Module:
+    """CleanRL's 64x64 tanh actor."""
+    return nn.Sequential(nn.Linear(obs_dim, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, act_dim))
+
+
+def nature_cnn(actions: int) -> nn.Module:
+    """CleanRL's Atari network (the policy head only)."""
+    return nn.Sequential(
+        nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
+        nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(),
+        nn.Linear(512, actions))
+
+
+@dataclass
+class Learner:
+    """A policy, its optimizer, and the update a PPO iteration would run on a rollout."""
+
+    net: nn.Module
+    atari: bool
+    opt: torch.optim.Optimizer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=3e-4)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """The batch's actions (the forward a rollout runs on every step)."""
+        with torch.no_grad():
+            x = torch.as_tensor(obs, dtype=torch.float32)
+            out = self.net(x / 255.0 if self.atari else x)
+        if self.atari:
+            return out.argmax(1).numpy()
+        return torch.tanh(out).numpy().astype(np.float32)
+
+    def update(self, obs: list[np.ndarray]) -> None:
+        """Gradient steps over the rollout: CleanRL's epochs x minibatches (shortened for Atari)."""
+        data = torch.as_tensor(np.concatenate(obs), dtype=torch.float32)
+        if self.atari:
+            data = data / 255.0
+        epochs, mb = (1, 128) if self.atari else (10, 64)
+        for _ in range(epochs):
+            for idx in torch.randperm(len(data)).split(mb):
+                loss = self.net(data[idx]).pow(2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+
+
+# -- the engines --------------------------------------------------------------------------------
+def build(engine: str, case: LoopCase) -> Any:
+    """The vector env `engine` gives for `case` (None where it has no such task)."""
+    n = case.num_envs
+    if engine == "envpool":
+        if case.envpool_id is None:
+            return None
+        import envpool
+
+        return envpool.make(case.envpool_id, env_type="gymnasium", num_envs=n, seed=0)
+    if case.atari:
+        if engine == "gym_sync":
+            return None  # CleanRL's Atari loop is written for EnvPool: compare with that
+        kwargs = {} if engine in ("auto", "overlap") else {"backend": engine}
+        return seedpool.make(case.env_id, num_envs=n, seed=0, **kwargs)
+    thunks = [cleanrl_thunk(case.env_id) for _ in range(n)]
+    if engine == "gym_sync":
+        return gym.vector.SyncVectorEnv(thunks)
+    if engine == "overlap":
+        return seedpool.make(thunks, seed=0)
+    kwargs = {} if engine == "auto" else {"backend": engine}
+    return seedpool.make_vec(thunks, **kwargs)
+
+
+def run_loop(envs: Any, engine: str, case: LoopCase, iters: int) -> dict[str, float]:
+    """Warm up one iteration, then time `iters`; steps/s and the share of each phase."""
+    space = envs.single_action_space
+    if case.atari:
+        net = nature_cnn(int(space.n))
+    else:
+        net = mlp_policy(int(np.prod(envs.single_observation_space.shape)), int(np.prod(space.shape)))
+    learner = Learner(net, case.atari)
+    obs, _ = envs.reset(seed=0) if engine != "envpool" else envs.reset()
+    phases = {"act": 0.0, "env": 0.0, "learn": 0.0}
+    overlap = engine == "overlap"
+    for it in range(iters + 1):
+        if it == 1:
+            phases = dict.fromkeys(phases, 0.0)
+            start = time.perf_counter()
+        rollout = []
+        for t in range(case.rollout):
+            t0 = time.perf_counter()
+            action = learner.act(obs)
+            t1 = time.perf_counter()
+            if overlap and t == case.rollout - 1:
+                envs.send(action)  # the last step of the rollout runs during the update
+                phases["act"] += t1 - t0
+                rollout.append(obs)
+                break
+            obs = envs.step(action)[0]
+            t2 = time.perf_counter()
+            phases["act"] += t1 - t0
+            phases["env"] += t2 - t1
+            rollout.append(obs)
+        t3 = time.perf_counter()
+        learner.update(rollout)
+        t4 = time.perf_counter()
+        phases["learn"] += t4 - t3
+        if overlap:
+            obs = envs.recv()[0]
+            phases["env"] += time.perf_counter() - t4
+    elapsed = time.perf_counter() - start
+    out = {"sps": iters * case.rollout * case.num_envs / elapsed}
+    out.update({f"{k}%": 100 * v / elapsed for k, v in phases.items()})
+    return out
+
+
+ENGINES = ("gym_sync", "auto", "serial", "process", "overlap", "envpool")
+
+
+def describe(envs: Any) -> str:
+    """What layout a seedpool engine chose (its repr), blank for the others."""
+    pool = getattr(envs, "pool", envs)
+    return repr(pool) if type(pool).__module__.startswith("seedpool") else ""
+
+
+def measure(case: LoopCase, engines: list[str], repeats: int, iters: int, log: Callable[[str], None]):
+    """Alternating repeats of every engine; per engine the list of runs and the layout seen."""
+    runs: dict[str, list[dict[str, float]]] = {e: [] for e in engines}
+    layouts: dict[str, str] = {}
+    for r in range(repeats):
+        order = engines[r % len(engines):] + engines[: r % len(engines)]
+        for engine in order:
+            envs = build(engine, case)
+            if envs is None:
+                runs.pop(engine, None)
+                continue
+            try:
+                layouts[engine] = describe(envs)
+                res = run_loop(envs, engine, case, iters)
+            finally:
+                envs.close()
+            runs[engine].append(res)
+            log(f"  {case.name} {engine:9s} repeat {r}: {res['sps']:8.0f} steps/s")
+    return {e: v for e, v in runs.items() if v}, layouts
+
+
+def table(case: LoopCase, runs: dict[str, list[dict[str, float]]], layouts: dict[str, str]) -> list[str]:
+    """One markdown table for a case."""
+    base = "envpool" if case.atari else "gym_sync"
+    med = {e: statistics.median(r["sps"] for r in v) for e, v in runs.items()}
+    lines = [f"## {case.name}", "",
+             f"| engine | steps/s (median) | min–max | × {base} | act % | env % | learn % | layout |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for e, v in runs.items():
+        sps = [r["sps"] for r in v]
+        ratio = f"{med[e] / med[base]:.2f}" if base in med else ""
+        shares = [f"{statistics.median(r[k] for r in v):.0f}" for k in ("act%", "env%", "learn%")]
+        lines.append(f"| {e} | {med[e]:,.0f} | {min(sps):,.0f}–{max(sps):,.0f} | {ratio} | "
+                     f"{' | '.join(shares)} | {layouts.get(e, '')} |")
+    return lines + [""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {sorted(CASES)}")
+    p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--iters", type=int, default=3, help="timed update iterations per run")
+    p.add_argument("--quick", action="store_true", help="1 repeat, 1 iteration, no table written")
+    p.add_argument("--out", default=str(DEFAULT_OUT))
+    p.add_argument("--note", default="", help="a line for the table's notes (e.g. what else ran)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.repeats, args.iters = 1, 1
+    engines = args.engines.split(",")
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    info = machine_info()
+    load_before = os.getloadavg()
+    sections, ratios = [], []
+    for key in args.cases.split(","):
+        case = CASES[key]
+        runs, layouts = measure(case, engines, args.repeats, args.iters, log)
+        sections += table(case, runs, layouts)
+        base = "envpool" if case.atari else "gym_sync"
+        if base in runs and "auto" in runs:
+            ratios.append((case.name, base, statistics.median(r["sps"] for r in runs["auto"])
+                           / statistics.median(r["sps"] for r in runs[base])))
+    load_after = os.getloadavg()
+    head = ["# seedpool inside a training loop", ""]
+    head += [f"- **{k}:** {v}" for k, v in info.items()]
+    head += [f"- **torch threads:** {torch.get_num_threads()}",
+             f"- **method:** {args.repeats} repeats per engine, alternating (each repeat starts one engine "
+             f"later), each a fresh build, 1 warm-up iteration then {args.iters} timed iterations; medians "
+             "and min–max over repeats; ratios of medians from this run. act/env/learn: share of the "
+             "loop's wall time in the policy forward, the env step, the update (overlap: env = waiting "
+             "in recv after the update).",
+             f"- **load average (1 min) before/after:** {load_before[0]:.2f} / {load_after[0]:.2f}: the "
+             "machine was shared with other jobs while this ran; compare ratios, not absolute rates.",
+             ]
+    if args.note:
+        head.append(f"- **note:** {args.note}")
+    head += ["", "## auto ÷ baseline", "", "| case | baseline | auto ÷ baseline |", "| --- | --- | ---: |"]
+    head += [f"| {c} | {b} | {x:.2f} |" for c, b, x in ratios]
+    if ratios:
+        head.append(f"| **median** | | **{statistics.median(x for _, _, x in ratios):.2f}** |")
+    text = "\n".join(head + [""] + sections)
+    print(text)
+    if not args.quick:
+        Path(args.out).write_text(text)
+        log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
