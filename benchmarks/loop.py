@@ -141,24 +141,26 @@ def build(engine: str, case: LoopCase) -> Any:
     if case.atari:
         if engine == "gym_sync":
             return None  # CleanRL's Atari loop is written for EnvPool: compare with that
-        kwargs = {} if engine in ("auto", "overlap") else {"backend": engine}
+        kwargs = {} if engine == "auto" else {"backend": "process" if engine == "overlap" else engine}
         return seedpool.make(case.env_id, num_envs=n, seed=0, **kwargs)
     thunks = [cleanrl_thunk(case.env_id) for _ in range(n)]
     if engine == "gym_sync":
         return gym.vector.SyncVectorEnv(thunks)
-    if engine == "overlap":
-        return seedpool.make(thunks, seed=0)
+    if engine == "overlap":  # the envs must live in workers to step while this process learns
+        return seedpool.make(thunks, seed=0, backend="process")
     kwargs = {} if engine == "auto" else {"backend": engine}
     return seedpool.make_vec(thunks, **kwargs)
 
 
 def run_loop(envs: Any, engine: str, case: LoopCase, iters: int) -> dict[str, float]:
     """Warm up one iteration, then time `iters`; steps/s and the share of each phase."""
-    space = envs.single_action_space
+    # EnvPool's envs name the single env's spaces without the "single_" (as seedpool's pools also do)
+    space = getattr(envs, "single_action_space", envs.action_space)
+    obs_space = getattr(envs, "single_observation_space", envs.observation_space)
     if case.atari:
         net = nature_cnn(int(space.n))
     else:
-        net = mlp_policy(int(np.prod(envs.single_observation_space.shape)), int(np.prod(space.shape)))
+        net = mlp_policy(int(np.prod(obs_space.shape)), int(np.prod(space.shape)))
     learner = Learner(net, case.atari)
     obs, _ = envs.reset(seed=0) if engine != "envpool" else envs.reset()
     phases = {"act": 0.0, "env": 0.0, "learn": 0.0}
@@ -196,6 +198,63 @@ def run_loop(envs: Any, engine: str, case: LoopCase, iters: int) -> dict[str, fl
 
 
 ENGINES = ("gym_sync", "auto", "serial", "process", "overlap", "envpool")
+
+
+# -- why: torch's threads after a forward ----------------------------------------------------
+def spin_after_forward_ms(learner: Learner, obs: np.ndarray, repeats: int = 7) -> float:
+    """Median CPU time (ms) this process burns during a 50 ms sleep right after one policy
+    forward: what torch's idle intra-op threads spend spinning on other cores."""
+    burnt = []
+    for _ in range(repeats):
+        learner.act(obs)
+        c0 = time.process_time()
+        time.sleep(0.05)
+        burnt.append(1e3 * (time.process_time() - c0))
+    return statistics.median(burnt)
+
+
+def step_latency_us(envs: Any, learner: Learner, obs: np.ndarray, settle_s: float, steps: int = 60) -> float:
+    """Median wall time (us) of a sync step taken `settle_s` after the policy forward (0: at
+    once, as a loop does; longer than the threads' spin: on idle cores)."""
+    lat = []
+    for _ in range(steps):
+        action = learner.act(obs)
+        if settle_s:
+            time.sleep(settle_s)
+        t0 = time.perf_counter()
+        obs = envs.step(action)[0]
+        lat.append(1e6 * (time.perf_counter() - t0))
+    return statistics.median(lat)
+
+
+def why_table(case: LoopCase, log: Callable[[str], None]) -> list[str]:
+    """The measurement behind auto's loop rule, on `case`: torch's spin after a forward, and a
+    step's latency right after the forward vs once the spin is over, per layout."""
+    lines = [f"## Why: {case.name}, a sync step right after the policy forward", "",
+             "| engine | step right after forward (us) | step 20 ms later (us) | ratio |",
+             "| --- | ---: | ---: | ---: |"]
+    spin = None
+    for engine, kwargs in [("serial", {"backend": "serial"}), ("process, 1 worker", {"backend": "process",
+                                                                                        "num_workers": 1})]:
+        envs = seedpool.make_vec([cleanrl_thunk(case.env_id) for _ in range(case.num_envs)], **kwargs)
+        try:
+            space = envs.single_action_space
+            learner = Learner(mlp_policy(int(np.prod(envs.single_observation_space.shape)),
+                                         int(np.prod(space.shape))), atari=False)
+            obs, _ = envs.reset(seed=0)
+            spin = spin_after_forward_ms(learner, obs) if spin is None else spin
+            now, later = [], []
+            for _ in range(3):  # alternating, so load changes hit both columns
+                now.append(step_latency_us(envs, learner, obs, 0.0))
+                later.append(step_latency_us(envs, learner, obs, 0.02, steps=20))
+        finally:
+            envs.close()
+        a, b = statistics.median(now), statistics.median(later)
+        log(f"  why {case.name} {engine}: {a:.0f} us at once, {b:.0f} us after 20 ms")
+        lines.append(f"| {engine} | {a:,.0f} | {b:,.0f} | {a / b:.2f} |")
+    lines += ["", f"CPU time torch's {torch.get_num_threads()} intra-op threads burn in the 50 ms after one "
+              f"forward of the 64x64 policy on {case.num_envs} observations (median of 7): **{spin:.1f} ms**.", ""]
+    return lines
 
 
 def describe(envs: Any) -> str:
@@ -250,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="1 repeat, 1 iteration, no table written")
     p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--note", default="", help="a line for the table's notes (e.g. what else ran)")
+    p.add_argument("--why", default="hc2", help="case of the spin measurement ('' to skip)")
     args = p.parse_args(argv)
     if args.quick:
         args.repeats, args.iters = 1, 1
@@ -266,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         if base in runs and "auto" in runs:
             ratios.append((case.name, base, statistics.median(r["sps"] for r in runs["auto"])
                            / statistics.median(r["sps"] for r in runs[base])))
+    if args.why:
+        sections += why_table(CASES[args.why], log)
     load_after = os.getloadavg()
     head = ["# seedpool inside a training loop", ""]
     head += [f"- **{k}:** {v}" for k, v in info.items()]
