@@ -23,6 +23,7 @@ so the envs step while the learner computes), `envpool` (envpool.make, where it 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -306,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--engines", default=",".join(ENGINES))
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--iters", type=int, default=3, help="timed update iterations per run")
+    p.add_argument("--rollout-scale", type=float, default=1.0,
+                   help="scale every case's rollout (and so its update) length, for a shorter run")
     p.add_argument("--quick", action="store_true", help="1 repeat, 1 iteration, no table written")
     p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--note", default="", help="a line for the table's notes (e.g. what else ran)")
@@ -320,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     sections, ratios = [], []
     for key in args.cases.split(","):
         case = CASES[key]
+        case = dataclasses.replace(case, rollout=max(2, round(case.rollout * args.rollout_scale)))
         runs, layouts = measure(case, engines, args.repeats, args.iters, log)
         sections += table(case, runs, layouts)
         base = "envpool" if case.atari else "gym_sync"
@@ -333,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     head += [f"- **{k}:** {v}" for k, v in info.items()]
     head += [f"- **torch threads:** {torch.get_num_threads()}",
              f"- **method:** {args.repeats} repeats per engine, alternating (each repeat starts one engine "
-             f"later), each a fresh build, 1 warm-up iteration then {args.iters} timed iterations; medians "
+             f"later), each a fresh build, 1 warm-up iteration then {args.iters} timed iterations of a rollout "
+             f"(x{args.rollout_scale:g} the default lengths) and an update; medians "
              "and min–max over repeats; ratios of medians from this run. act/env/learn: share of the "
              "loop's wall time in the policy forward, the env step, the update (overlap: env = waiting "
              "in recv after the update).",

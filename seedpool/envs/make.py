@@ -226,9 +226,10 @@ def choose_layout(step_cost: float | None, num_envs: int, batch_size: int, num_w
     if work is not None and work < SERIAL_BELOW_S:
         return Layout("serial", 0, num_envs, f"a batch is {work * 1e6:.0f} us of env work, less than the "
                                              "hand-offs to workers would cost")
-    # (Not with the restart policy: the caller asked for envs in workers, where a crash can be survived.)
-    if sync and threads > 1 and not isolate and work is not None and not loop_parallel_pays(work, min(cores, num_envs), cores,
-                                                                            threads):
+    # A sync pool under a torch loop (not with the restart policy: the caller asked for envs in
+    # workers, where a crash can be survived).
+    in_loop = sync and threads > 1 and not isolate and work is not None
+    if in_loop and not loop_parallel_pays(work, min(cores, num_envs), cores, threads):
         return Layout("serial", 0, num_envs,
                       f"a batch is {work * 1e3:.1f} ms of env work and this process computes on {threads} "
                       f"torch threads of {cores} cores between steps: workers would wait for cores those "
