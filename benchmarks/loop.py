@@ -1,7 +1,7 @@
 """The engine inside a training loop: seedpool vs gymnasium SyncVectorEnv vs EnvPool.
 
-    .venv/bin/python benchmarks/loop.py                  # every case, 5 alternating repeats
-    .venv/bin/python benchmarks/loop.py --cases hc2,pong8 --repeats 3
+    .venv/bin/python benchmarks/loop.py                  # every case, 7 rounds
+    .venv/bin/python benchmarks/loop.py --cases hc2,pong8 --repeats 3 --rollout-scale 0.25
     .venv/bin/python benchmarks/loop.py --quick          # smoke run, table not written
 
 The loop is a user's, not the engine's: a policy forward on every batch of observations, the
@@ -10,9 +10,10 @@ threads (CleanRL's PPO shape: 10 epochs of minibatches of 64 transitions for the
 CleanRL's Atari shape, shortened, for Pong). The envs of the MuJoCo/classic cases carry
 CleanRL's continuous-control wrappers, built by the same thunks for every engine; EnvPool
 runs its own envs (no such wrappers; its MuJoCo tasks are the -v4 versions), so its column
-is a reference, not a like-for-like. Each repeat builds every engine afresh, in a rotated
-order, runs one warm-up iteration, then times `iters` iterations; the table reports medians
-and min-max over the repeats, and ratios of medians from the same run.
+is a reference, not a like-for-like. Every engine of a case is built side by side and warmed
+up; then each round times one iteration (rollout + update) of every engine, in an order
+rotated every round, so that load which comes and goes hits them alike. The table reports
+medians and min-max over rounds, and the median of per-round ratios to the baseline.
 
 Engines: `gym_sync` (gymnasium.vector.SyncVectorEnv), `auto` (seedpool.make_vec, no backend
 argument: the one-line replacement), `serial` (backend="serial"), `process` (backend="process"),
@@ -153,49 +154,49 @@ def build(engine: str, case: LoopCase) -> Any:
     return seedpool.make_vec(thunks, **kwargs)
 
 
-def run_loop(envs: Any, engine: str, case: LoopCase, iters: int) -> dict[str, float]:
-    """Warm up one iteration, then time `iters`; steps/s and the share of each phase."""
-    # EnvPool's envs name the single env's spaces without the "single_" (as seedpool's pools also do)
-    space = getattr(envs, "single_action_space", envs.action_space)
-    obs_space = getattr(envs, "single_observation_space", envs.observation_space)
-    if case.atari:
-        net = nature_cnn(int(space.n))
-    else:
-        net = mlp_policy(int(np.prod(obs_space.shape)), int(np.prod(space.shape)))
-    learner = Learner(net, case.atari)
-    obs, _ = envs.reset(seed=0) if engine != "envpool" else envs.reset()
-    phases = {"act": 0.0, "env": 0.0, "learn": 0.0}
-    overlap = engine == "overlap"
-    for it in range(iters + 1):
-        if it == 1:
-            phases = dict.fromkeys(phases, 0.0)
-            start = time.perf_counter()
+class Loop:
+    """One engine's training loop, advanced an iteration (a rollout and an update) at a time."""
+
+    def __init__(self, envs: Any, engine: str, case: LoopCase):
+        self.envs, self.case, self.overlap = envs, case, engine == "overlap"
+        # EnvPool's envs name the single env's spaces without the "single_" (as seedpool's pools also do)
+        space = getattr(envs, "single_action_space", envs.action_space)
+        obs_space = getattr(envs, "single_observation_space", envs.observation_space)
+        if case.atari:
+            net = nature_cnn(int(space.n))
+        else:
+            net = mlp_policy(int(np.prod(obs_space.shape)), int(np.prod(space.shape)))
+        self.learner = Learner(net, case.atari)
+        self.obs = (envs.reset(seed=0) if engine != "envpool" else envs.reset())[0]
+
+    def iteration(self) -> dict[str, float]:
+        """Run one rollout and update; steps/s and the share of each phase in the wall time."""
+        envs, learner, case = self.envs, self.learner, self.case
+        phases = {"act": 0.0, "env": 0.0, "learn": 0.0}
+        start = time.perf_counter()
         rollout = []
         for t in range(case.rollout):
             t0 = time.perf_counter()
-            action = learner.act(obs)
+            action = learner.act(self.obs)
             t1 = time.perf_counter()
-            if overlap and t == case.rollout - 1:
-                envs.send(action)  # the last step of the rollout runs during the update
-                phases["act"] += t1 - t0
-                rollout.append(obs)
-                break
-            obs = envs.step(action)[0]
-            t2 = time.perf_counter()
             phases["act"] += t1 - t0
-            phases["env"] += t2 - t1
-            rollout.append(obs)
+            rollout.append(self.obs)
+            if self.overlap and t == case.rollout - 1:
+                envs.send(action)  # the last step of the rollout runs during the update
+                break
+            self.obs = envs.step(action)[0]
+            phases["env"] += time.perf_counter() - t1
         t3 = time.perf_counter()
         learner.update(rollout)
         t4 = time.perf_counter()
         phases["learn"] += t4 - t3
-        if overlap:
-            obs = envs.recv()[0]
+        if self.overlap:
+            self.obs = envs.recv()[0]
             phases["env"] += time.perf_counter() - t4
-    elapsed = time.perf_counter() - start
-    out = {"sps": iters * case.rollout * case.num_envs / elapsed}
-    out.update({f"{k}%": 100 * v / elapsed for k, v in phases.items()})
-    return out
+        elapsed = time.perf_counter() - start
+        out = {"sps": case.rollout * case.num_envs / elapsed}
+        out.update({f"{k}%": 100 * v / elapsed for k, v in phases.items()})
+        return out
 
 
 ENGINES = ("gym_sync", "auto", "serial", "process", "overlap", "envpool")
@@ -264,25 +265,34 @@ def describe(envs: Any) -> str:
     return repr(pool) if type(pool).__module__.startswith("seedpool") else ""
 
 
-def measure(case: LoopCase, engines: list[str], repeats: int, iters: int, log: Callable[[str], None]):
-    """Alternating repeats of every engine; per engine the list of runs and the layout seen."""
-    runs: dict[str, list[dict[str, float]]] = {e: [] for e in engines}
-    layouts: dict[str, str] = {}
-    for r in range(repeats):
-        order = engines[r % len(engines):] + engines[: r % len(engines)]
-        for engine in order:
+def measure(case: LoopCase, engines: list[str], rounds: int, log: Callable[[str], None]):
+    """Every engine built side by side and warmed up, then `rounds` rounds of one iteration each,
+    in an order rotated every round: load that comes and goes hits every engine alike. Per
+    engine the list of rounds and the layout seen."""
+    loops: dict[str, Loop] = {}
+    try:
+        for engine in engines:
             envs = build(engine, case)
-            if envs is None:
-                runs.pop(engine, None)
-                continue
-            try:
-                layouts[engine] = describe(envs)
-                res = run_loop(envs, engine, case, iters)
-            finally:
-                envs.close()
-            runs[engine].append(res)
-            log(f"  {case.name} {engine:9s} repeat {r}: {res['sps']:8.0f} steps/s")
-    return {e: v for e, v in runs.items() if v}, layouts
+            if envs is not None:
+                loops[engine] = Loop(envs, engine, case)
+                loops[engine].iteration()  # warm-up
+        names = list(loops)
+        runs: dict[str, list[dict[str, float]]] = {e: [] for e in names}
+        for r in range(rounds):
+            for engine in names[r % len(names):] + names[: r % len(names)]:
+                runs[engine].append(loops[engine].iteration())
+            log(f"  {case.name} round {r}: " + ", ".join(f"{e} {runs[e][-1]['sps']:.0f}" for e in names))
+        return runs, {e: describe(lp.envs) for e, lp in loops.items()}
+    finally:
+        for lp in loops.values():
+            lp.envs.close()
+
+
+def paired_ratio(runs: dict[str, list[dict[str, float]]], engine: str, base: str) -> float | None:
+    """Median over rounds of engine's rate over base's in the same round."""
+    if base not in runs or engine not in runs:
+        return None
+    return statistics.median(a["sps"] / b["sps"] for a, b in zip(runs[engine], runs[base]))
 
 
 def table(case: LoopCase, runs: dict[str, list[dict[str, float]]], layouts: dict[str, str]) -> list[str]:
@@ -290,11 +300,12 @@ def table(case: LoopCase, runs: dict[str, list[dict[str, float]]], layouts: dict
     base = "envpool" if case.atari else "gym_sync"
     med = {e: statistics.median(r["sps"] for r in v) for e, v in runs.items()}
     lines = [f"## {case.name}", "",
-             f"| engine | steps/s (median) | min–max | × {base} | act % | env % | learn % | layout |",
+             f"| engine | steps/s (median) | min–max | × {base} (paired) | act % | env % | learn % | layout |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for e, v in runs.items():
         sps = [r["sps"] for r in v]
-        ratio = f"{med[e] / med[base]:.2f}" if base in med else ""
+        paired = paired_ratio(runs, e, base)
+        ratio = f"{paired:.2f}" if paired is not None else ""
         shares = [f"{statistics.median(r[k] for r in v):.0f}" for k in ("act%", "env%", "learn%")]
         lines.append(f"| {e} | {med[e]:,.0f} | {min(sps):,.0f}–{max(sps):,.0f} | {ratio} | "
                      f"{' | '.join(shares)} | {layouts.get(e, '')} |")
@@ -305,8 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {sorted(CASES)}")
     p.add_argument("--engines", default=",".join(ENGINES))
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--iters", type=int, default=3, help="timed update iterations per run")
+    p.add_argument("--repeats", type=int, default=7, help="rounds: timed iterations per engine")
     p.add_argument("--rollout-scale", type=float, default=1.0,
                    help="scale every case's rollout (and so its update) length, for a shorter run")
     p.add_argument("--quick", action="store_true", help="1 repeat, 1 iteration, no table written")
@@ -315,42 +325,46 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--why", default="hc2", help="case of the spin measurement ('' to skip)")
     args = p.parse_args(argv)
     if args.quick:
-        args.repeats, args.iters = 1, 1
+        args.repeats = 1
     engines = args.engines.split(",")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     info = machine_info()
     load_before = os.getloadavg()
-    sections, ratios = [], []
+    sections: list[str] = []
+    ratios: dict[str, list[tuple[str, str, float]]] = {}
     for key in args.cases.split(","):
         case = CASES[key]
         case = dataclasses.replace(case, rollout=max(2, round(case.rollout * args.rollout_scale)))
-        runs, layouts = measure(case, engines, args.repeats, args.iters, log)
+        runs, layouts = measure(case, engines, args.repeats, log)
         sections += table(case, runs, layouts)
         base = "envpool" if case.atari else "gym_sync"
-        if base in runs and "auto" in runs:
-            ratios.append((case.name, base, statistics.median(r["sps"] for r in runs["auto"])
-                           / statistics.median(r["sps"] for r in runs[base])))
+        for engine in ("auto", "overlap"):
+            paired = paired_ratio(runs, engine, base)
+            if paired is not None:
+                ratios.setdefault(engine, []).append((case.name, base, paired))
     if args.why:
         sections += why_table(CASES[args.why], log)
     load_after = os.getloadavg()
     head = ["# seedpool inside a training loop", ""]
     head += [f"- **{k}:** {v}" for k, v in info.items()]
     head += [f"- **torch threads:** {torch.get_num_threads()}",
-             f"- **method:** {args.repeats} repeats per engine, alternating (each repeat starts one engine "
-             f"later), each a fresh build, 1 warm-up iteration then {args.iters} timed iterations of a rollout "
-             f"(x{args.rollout_scale:g} the default lengths) and an update; medians "
-             "and min–max over repeats; ratios of medians from this run. act/env/learn: share of the "
-             "loop's wall time in the policy forward, the env step, the update (overlap: env = waiting "
-             "in recv after the update).",
+             f"- **method:** per case every engine is built side by side and warmed up with one iteration "
+             f"(a rollout and an update; rollouts x{args.rollout_scale:g} the default lengths), then "
+             f"{args.repeats} rounds time one iteration of each engine, in an order rotated every round. "
+             "steps/s: median and min–max over rounds; × baseline: the median over rounds of the ratio "
+             "to the baseline's rate in the same round. act/env/learn: share of the loop's wall time in "
+             "the policy forward, the env step, the update (overlap: env includes waiting in recv after "
+             "the update).",
              f"- **load average (1 min) before/after:** {load_before[0]:.2f} / {load_after[0]:.2f}: the "
              "machine was shared with other jobs while this ran; compare ratios, not absolute rates.",
              ]
     if args.note:
         head.append(f"- **note:** {args.note}")
-    head += ["", "## auto ÷ baseline", "", "| case | baseline | auto ÷ baseline |", "| --- | --- | ---: |"]
-    head += [f"| {c} | {b} | {x:.2f} |" for c, b, x in ratios]
-    if ratios:
-        head.append(f"| **median** | | **{statistics.median(x for _, _, x in ratios):.2f}** |")
+    for engine, rows in ratios.items():
+        head += ["", f"## {engine} ÷ baseline (median of per-round ratios)", "",
+                 f"| case | baseline | {engine} ÷ baseline |", "| --- | --- | ---: |"]
+        head += [f"| {c} | {b} | {x:.2f} |" for c, b, x in rows]
+        head.append(f"| **median** | | **{statistics.median(x for _, _, x in rows):.2f}** |")
     text = "\n".join(head + [""] + sections)
     print(text)
     if not args.quick:
