@@ -272,7 +272,11 @@ def measure(case: LoopCase, engines: list[str], rounds: int, log: Callable[[str]
     loops: dict[str, Loop] = {}
     try:
         for engine in engines:
-            envs = build(engine, case)
+            try:
+                envs = build(engine, case)
+            except (ImportError, gym.error.DependencyNotInstalled) as err:  # envpool, mujoco: optional
+                log(f"  {case.name} {engine}: skipped, {err}")
+                continue
             if envs is not None:
                 loops[engine] = Loop(envs, engine, case)
                 loops[engine].iteration()  # warm-up
