@@ -215,45 +215,57 @@ def spin_after_forward_ms(learner: Learner, obs: np.ndarray, repeats: int = 7) -
     return statistics.median(burnt)
 
 
-def step_latency_us(envs: Any, learner: Learner, obs: np.ndarray, settle_s: float, steps: int = 60) -> float:
-    """Median wall time (us) of a sync step taken `settle_s` after the policy forward (0: at
-    once, as a loop does; longer than the threads' spin: on idle cores)."""
-    lat = []
+def latencies_us(lp: "Loop", settle_s: float, steps: int) -> tuple[list[float], list[float]]:
+    """Wall times (us) of the policy forward and of the sync step after it, the step taken
+    `settle_s` after the forward (0: at once, as a loop does; 20 ms: once torch's threads
+    stopped spinning)."""
+    fwd, step = [], []
     for _ in range(steps):
-        action = learner.act(obs)
+        t0 = time.perf_counter()
+        action = lp.learner.act(lp.obs)
+        fwd.append(1e6 * (time.perf_counter() - t0))
         if settle_s:
             time.sleep(settle_s)
-        t0 = time.perf_counter()
-        obs = envs.step(action)[0]
-        lat.append(1e6 * (time.perf_counter() - t0))
-    return statistics.median(lat)
+        t1 = time.perf_counter()
+        lp.obs = lp.envs.step(action)[0]
+        step.append(1e6 * (time.perf_counter() - t1))
+    return fwd, step
 
 
-def why_table(case: LoopCase, log: Callable[[str], None]) -> list[str]:
-    """The measurement behind auto's loop rule, on `case`: torch's spin after a forward, and a
-    step's latency right after the forward vs once the spin is over, per layout."""
-    lines = [f"## Why: {case.name}, a sync step right after the policy forward", "",
-             "| engine | step right after forward (us) | step 20 ms later (us) | ratio |",
-             "| --- | ---: | ---: | ---: |"]
-    spin = None
-    for engine, kwargs in [("serial", {"backend": "serial"}), ("process, 1 worker", {"backend": "process",
-                                                                                        "num_workers": 1})]:
-        envs = seedpool.make_vec([cleanrl_thunk(case.env_id) for _ in range(case.num_envs)], **kwargs)
-        try:
-            space = envs.single_action_space
-            learner = Learner(mlp_policy(int(np.prod(envs.single_observation_space.shape)),
-                                         int(np.prod(space.shape))), atari=False)
-            obs, _ = envs.reset(seed=0)
-            spin = spin_after_forward_ms(learner, obs) if spin is None else spin
-            now, later = [], []
-            for _ in range(3):  # alternating, so load changes hit both columns
-                now.append(step_latency_us(envs, learner, obs, 0.0))
-                later.append(step_latency_us(envs, learner, obs, 0.02, steps=20))
-        finally:
-            envs.close()
-        a, b = statistics.median(now), statistics.median(later)
-        log(f"  why {case.name} {engine}: {a:.0f} us at once, {b:.0f} us after 20 ms")
-        lines.append(f"| {engine} | {a:,.0f} | {b:,.0f} | {a / b:.2f} |")
+WHY_ENGINES = {"gym_sync": None, "auto": {}, "serial": {"backend": "serial"},
+               "process, 1 worker": {"backend": "process", "num_workers": 1}}
+
+
+def why_table(case: LoopCase, log: Callable[[str], None], blocks: int = 5) -> list[str]:
+    """The measurement behind auto's loop rule, on `case`: torch's spin after a forward, and per
+    layout the latency of a forward right after a step and of a step right after the forward
+    (and 20 ms after it), in blocks alternating over engines built side by side."""
+    loops: dict[str, Loop] = {}
+    try:
+        for name, kwargs in WHY_ENGINES.items():
+            thunks = [cleanrl_thunk(case.env_id) for _ in range(case.num_envs)]
+            envs = gym.vector.SyncVectorEnv(thunks) if kwargs is None else seedpool.make_vec(thunks, **kwargs)
+            loops[name] = Loop(envs, name, case)
+        spin = spin_after_forward_ms(loops["gym_sync"].learner, loops["gym_sync"].obs)
+        got = {name: ([], [], []) for name in loops}
+        for k in range(blocks):  # alternating, so load changes hit every engine and both columns
+            for name, lp in loops.items():
+                fwd, now = latencies_us(lp, 0.0, 100)
+                _, later = latencies_us(lp, 0.02, 10)
+                got[name][0].extend(fwd)
+                got[name][1].extend(now)
+                got[name][2].extend(later)
+        layouts = {name: describe(lp.envs) for name, lp in loops.items()}
+    finally:
+        for lp in loops.values():
+            lp.envs.close()
+    lines = [f"## Why: {case.name}, latencies in the loop (medians over {blocks} alternating blocks)", "",
+             "| engine | forward after a step (us) | step right after the forward (us) | step 20 ms after "
+             "the forward (us) | layout |", "| --- | ---: | ---: | ---: | --- |"]
+    for name, (fwd, now, later) in got.items():
+        med = [statistics.median(x) for x in (fwd, now, later)]
+        log(f"  why {case.name} {name}: " + ", ".join(f"{m:.0f}" for m in med))
+        lines.append(f"| {name} | {med[0]:,.0f} | {med[1]:,.0f} | {med[2]:,.0f} | {layouts[name]} |")
     lines += ["", f"CPU time torch's {torch.get_num_threads()} intra-op threads burn in the 50 ms after one "
               f"forward of the 64x64 policy on {case.num_envs} observations (median of 7): **{spin:.1f} ms**.", ""]
     return lines
@@ -326,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="1 repeat, 1 iteration, no table written")
     p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--note", default="", help="a line for the table's notes (e.g. what else ran)")
-    p.add_argument("--why", default="hc2", help="case of the spin measurement ('' to skip)")
+    p.add_argument("--why", default="hc2", help="MLP cases of the latency measurement, comma-separated ('' to skip)")
     args = p.parse_args(argv)
     if args.quick:
         args.repeats = 1
@@ -336,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     sections: list[str] = []
     ratios: dict[str, list[tuple[str, str, float]]] = {}
-    for key in args.cases.split(","):
+    for key in filter(None, args.cases.split(",")):
         case = CASES[key]
         case = dataclasses.replace(case, rollout=max(2, round(case.rollout * args.rollout_scale)))
         runs, layouts = measure(case, engines, args.repeats, log)
@@ -346,8 +358,8 @@ def main(argv: list[str] | None = None) -> int:
             paired = paired_ratio(runs, engine, base)
             if paired is not None:
                 ratios.setdefault(engine, []).append((case.name, base, paired))
-    if args.why:
-        sections += why_table(CASES[args.why], log)
+    for key in filter(None, args.why.split(",")):
+        sections += why_table(CASES[key], log)
     load_after = os.getloadavg()
     head = ["# seedpool inside a training loop", ""]
     head += [f"- **{k}:** {v}" for k, v in info.items()]
