@@ -114,3 +114,52 @@ def test_workers_do_not_spin_on_cores_the_callers_threads_hold(monkeypatch):
         spec.probe.close()
     assert (alone.kind, alone.local_envs) == (loop.kind, loop.local_envs) == ("process", 32)
     assert alone.worker_spin_s > 0 and loop.worker_spin_s == 0 and loop.main_spin_s == 0
+
+
+_PROBE_UNDER_LOAD = r"""
+import os, sys, time
+import gymnasium as gym
+import numpy as np
+from seedpool.bench.envs import burn_cpu
+from seedpool.envs.runner import probe_step_cost
+from seedpool.envs.spec import resolve
+
+class Burn(gym.Env):
+    observation_space = gym.spaces.Box(-1, 1, (1,))
+    action_space = gym.spaces.Discrete(2)
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+    def step(self, action):
+        burn_cpu(400e-6)
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+core = min(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {core})
+rival = os.fork()
+if rival == 0:  # a job of someone else's on the same core
+    while True:
+        pass
+try:
+    time.sleep(0.05)
+    spec = resolve(Burn)
+    print(min(probe_step_cost(spec) for _ in range(3)))
+finally:
+    os.kill(rival, 9)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the run-queue wait is read from Linux's schedstat")
+def test_probe_counts_the_envs_work_not_the_time_another_job_holds_the_core():
+    """A rival process on the probe's core doubles a step's wall time; the probe reads the env's
+    own cost (here 400 us of CPU a step), so auto does not lay out a loaded machine's envs
+    as if they were twice as costly."""
+    import os
+    import subprocess
+
+    if not os.path.exists("/proc/thread-self/schedstat"):
+        pytest.skip("this kernel reports no schedstat: the probe counts wall time")
+    out = subprocess.run([sys.executable, "-c", _PROBE_UNDER_LOAD], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == 0, out.stderr
+    cost = float(out.stdout.split()[-1])
+    assert 350e-6 < cost < 600e-6, f"probe read {cost * 1e6:.0f} us for a 400 us step beside a rival job"
