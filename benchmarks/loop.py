@@ -328,7 +328,34 @@ def table(case: LoopCase, runs: dict[str, list[dict[str, float]]], layouts: dict
     return lines + [""]
 
 
+def header(args: argparse.Namespace, info: dict[str, str], loads: tuple[float, float],
+           ratios: dict[str, list[tuple[str, str, float]]]) -> list[str]:
+    """The report's head: machine, versions, method, load, and the ratio summaries."""
+    head = ["# seedpool inside a training loop", ""]
+    head += [f"- **{k}:** {v}" for k, v in info.items()]
+    shared = ("other jobs were running when it started: compare ratios, not absolute rates" if loads[0] > 0.5
+              else "the machine was quiet when it started")
+    head += [f"- **torch threads:** {torch.get_num_threads()}",
+             f"- **method:** per case every engine is built side by side and warmed up with one iteration "
+             f"(a rollout and an update; rollouts x{args.rollout_scale:g} the default lengths), then "
+             f"{args.repeats} rounds time one iteration of each engine, in an order rotated every round. "
+             "steps/s: median and min–max over rounds; × baseline: the median over rounds of the ratio "
+             "to the baseline's rate in the same round. act/env/learn: share of the loop's wall time in "
+             "the policy forward, the env step, the update (overlap: env includes waiting in recv after "
+             "the update).",
+             f"- **load average (1 min) before/after:** {loads[0]:.2f} / {loads[1]:.2f}; {shared}."]
+    if args.note:
+        head.append(f"- **note:** {args.note}")
+    for engine, rows in ratios.items():
+        head += ["", f"## {engine} ÷ baseline (median of per-round ratios)", "",
+                 f"| case | baseline | {engine} ÷ baseline |", "| --- | --- | ---: |"]
+        head += [f"| {c} | {b} | {x:.2f} |" for c, b, x in rows]
+        head.append(f"| **median** | | **{statistics.median(x for _, _, x in rows):.2f}** |")
+    return head
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the cases and the why tables; print the report and write it to --out."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {sorted(CASES)}")
     p.add_argument("--engines", default=",".join(ENGINES))
@@ -360,27 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                 ratios.setdefault(engine, []).append((case.name, base, paired))
     for key in filter(None, args.why.split(",")):
         sections += why_table(CASES[key], log)
-    load_after = os.getloadavg()
-    head = ["# seedpool inside a training loop", ""]
-    head += [f"- **{k}:** {v}" for k, v in info.items()]
-    head += [f"- **torch threads:** {torch.get_num_threads()}",
-             f"- **method:** per case every engine is built side by side and warmed up with one iteration "
-             f"(a rollout and an update; rollouts x{args.rollout_scale:g} the default lengths), then "
-             f"{args.repeats} rounds time one iteration of each engine, in an order rotated every round. "
-             "steps/s: median and min–max over rounds; × baseline: the median over rounds of the ratio "
-             "to the baseline's rate in the same round. act/env/learn: share of the loop's wall time in "
-             "the policy forward, the env step, the update (overlap: env includes waiting in recv after "
-             "the update).",
-             f"- **load average (1 min) before/after:** {load_before[0]:.2f} / {load_after[0]:.2f}: the "
-             "machine was shared with other jobs while this ran; compare ratios, not absolute rates.",
-             ]
-    if args.note:
-        head.append(f"- **note:** {args.note}")
-    for engine, rows in ratios.items():
-        head += ["", f"## {engine} ÷ baseline (median of per-round ratios)", "",
-                 f"| case | baseline | {engine} ÷ baseline |", "| --- | --- | ---: |"]
-        head += [f"| {c} | {b} | {x:.2f} |" for c, b, x in rows]
-        head.append(f"| **median** | | **{statistics.median(x for _, _, x in rows):.2f}** |")
+    head = header(args, info, (load_before[0], os.getloadavg()[0]), ratios)
     text = "\n".join(head + [""] + sections)
     print(text)
     if not args.quick:
