@@ -88,6 +88,7 @@ def test_auto_steps_a_share_in_the_main_process_in_sync_mode_only(monkeypatch, c
     make_mod = importlib.import_module("seedpool.envs.make")
 
     monkeypatch.setattr(make_mod, "usable_cores", lambda: cores)
+    monkeypatch.setattr(make_mod, "caller_threads", lambda: 1)  # a script without torch threads
     spec = resolve("Pong-v5")
     try:
         sync = make_mod.plan(spec, 32, 32, None, "auto", None, False)
@@ -173,6 +174,7 @@ def test_worker_processes_are_refused_on_a_weakly_ordered_cpu(monkeypatch):
     make_module = importlib.import_module("seedpool.envs.make")
     monkeypatch.setattr(make_module, "probe_step_cost", lambda spec: 1e-3)  # auto would pick processes
     monkeypatch.setattr(make_module, "usable_cores", lambda: 4)
+    monkeypatch.setattr(make_module, "caller_threads", lambda: 1)  # a script without torch threads
     with seedpool.make(lambda: EchoEnv(), num_envs=4) as pool:
         assert pool.backend.startswith("process")
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")

@@ -43,6 +43,7 @@ class ExecutorConfig:
     main_spin_s: float  # how long the pool polls for completions before sleeping
     step_timeout: float | None
     restart_workers: bool
+    reason: str = ""  # why backend="auto" chose this layout ("" when the caller chose it)
 
 
 class Executor:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from typing import Any, NamedTuple, Sequence
 
 from seedpool.envs import spaces
@@ -24,6 +26,18 @@ SERIAL_BELOW_S = 150e-6
 # itself (one hand-off per batch instead of two); above it, it stays free for the policy.
 # In sync mode it always steps a share: it would only wait otherwise.
 SHARE_MAIN_BELOW_S = 2e-3
+# In a training loop the caller computes between steps with torch's intra-op (OpenMP) threads,
+# and those threads keep spinning on their cores for milliseconds after every torch op, even a
+# tiny policy forward (libgomp's default wait policy; measured in benchmarks/results/loop.md).
+# A sync step comes right after the forward, so a worker process then shares its core with a
+# spinning thread. The layout rules below model the caller's threads as holding every core but
+# the pool's own for this long after each forward...
+CALLER_SPIN_S = 5e-3
+# ...and each batch's hand-off to workers as costing this much in such a loop (a worker woken
+# onto a busy core, the caller's threads woken back).
+LOOP_HANDOFF_S = 0.5e-3
+
+log = logging.getLogger("seedpool.envs")
 
 
 def usable_cores() -> int:
@@ -122,11 +136,22 @@ _THREADS_CANNOT_RESTART = (
 
 
 class Layout(NamedTuple):
-    """Where `auto` puts envs: the backend, its worker count, and envs the pool steps itself."""
+    """Where `auto` puts envs: the backend, its worker count, envs the pool steps itself, and why."""
 
     backend: str
     num_workers: int | None
     local_envs: int
+    reason: str = ""
+
+
+def caller_threads() -> int:
+    """Threads this process computes with between steps: torch's intra-op threads when torch is
+    imported (seedpool does not import it to ask), else 1."""
+    torch = sys.modules.get("torch")
+    try:
+        return max(1, int(torch.get_num_threads())) if torch is not None else 1
+    except Exception:  # noqa: BLE001 - a partly imported or stubbed torch: assume one thread
+        return 1
 
 
 def plan(
@@ -140,21 +165,25 @@ def plan(
 ) -> ExecutorConfig:
     """Decide where envs run: the executor configuration for a backend request (a ValueError
     for a combination this machine or the restart policy cannot honour)."""
-    cores = usable_cores()
-    local = 0
+    cores, threads = usable_cores(), caller_threads()
+    local, reason = 0, ""
     if backend == "auto":
-        backend, num_workers, local = auto_layout(spec, num_envs, batch_size, num_workers, cores, restart)
+        backend, num_workers, local, reason = auto_layout(spec, num_envs, batch_size, num_workers, cores, restart,
+                                                          threads)
+        log.info("seedpool: %s x %d: backend=%r, %s workers, %d envs in this process: %s",
+                 spec.name, num_envs, backend, num_workers, local, reason)
     if backend == "thread" and restart:
         raise ValueError(_THREADS_CANNOT_RESTART)
     unsupported = ring_order_problem(backend)
     if unsupported:
         raise ValueError(unsupported)
     if backend == "serial":
-        return ExecutorConfig("serial", 0, num_envs, 0.0, 0.0, step_timeout, False)
+        return ExecutorConfig("serial", 0, num_envs, 0.0, 0.0, step_timeout, False, reason)
     workers = min(num_workers or cores, num_envs - local)
     busy = workers + (1 if local else 0)
-    # Spin only where every spinner has a core of its own; otherwise spinning starves the rest.
-    spin_ok = backend == "process" and busy <= cores
+    # Spin only where every spinner has a core of its own, the caller's compute threads counted
+    # (they spin too, see CALLER_SPIN_S); otherwise spinning starves the rest.
+    spin_ok = backend == "process" and busy + threads - 1 <= cores
     return ExecutorConfig(
         kind=backend,
         num_workers=workers,
@@ -163,30 +192,69 @@ def plan(
         main_spin_s=100e-6 if spin_ok and local else 0.0,
         step_timeout=step_timeout,
         restart_workers=restart,
+        reason=reason,
     )
 
 
 def auto_layout(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int | None, cores: int,
-                isolate: bool) -> Layout:
-    """The layout `backend="auto"` picks from the task's measured step cost and the machine.
+                isolate: bool, threads: int = 1) -> Layout:
+    """The layout `backend="auto"` picks from the task's measured step cost, the machine and
+    the caller's compute threads (see `choose_layout`).
 
     It never picks threads (whether an env's step releases the GIL cannot be seen from
     outside), and picks serial where worker processes are unsupported (see channel.py).
     """
     if ring_order_problem("process"):
-        return Layout("serial", 0, num_envs)
+        return Layout("serial", 0, num_envs, "worker processes are unsupported on this CPU")
+    in_loop = batch_size == num_envs and threads > 1 and not isolate
+    # GIL-holding families (Atari) are costly enough to need no probe, unless a loop's
+    # compute threads may make stepping them in this process the better choice.
+    cost = None if spec.prefer_processes and not in_loop else probe_step_cost(spec)
+    return choose_layout(cost, num_envs, batch_size, num_workers, cores, threads, isolate)
+
+
+def choose_layout(step_cost: float | None, num_envs: int, batch_size: int, num_workers: int | None,
+                  cores: int, threads: int, isolate: bool) -> Layout:
+    """The layout for envs whose step costs `step_cost` seconds (None: not probed, a GIL-holding
+    family that always goes to worker processes), on `cores` cores, made by a caller that
+    computes between steps on `threads` threads (torch's); `isolate`: every env in a worker.
+    A pure function of its arguments, so the rules can be pinned by a test."""
     sync = batch_size == num_envs
-    if spec.prefer_processes:
-        work = None  # GIL-holding steps (Atari): never serial, never threads
-    else:
-        work = probe_step_cost(spec) * batch_size
-        if cores < 2 or num_envs < 2 or work < SERIAL_BELOW_S:
-            return Layout("serial", 0, num_envs)
+    work = None if step_cost is None else step_cost * batch_size
+    if work is not None and (cores < 2 or num_envs < 2):
+        return Layout("serial", 0, num_envs, f"{'one core' if cores < 2 else 'one env'}: nothing to spread")
+    if work is not None and work < SERIAL_BELOW_S:
+        return Layout("serial", 0, num_envs, f"a batch is {work * 1e6:.0f} us of env work, less than the "
+                                             "hand-offs to workers would cost")
+    # A sync pool under a torch loop (not with the restart policy: the caller asked for envs in
+    # workers, where a crash can be survived).
+    in_loop = sync and threads > 1 and not isolate and work is not None
+    if in_loop and not loop_parallel_pays(work, min(cores, num_envs), cores, threads):
+        return Layout("serial", 0, num_envs,
+                      f"a batch is {work * 1e3:.1f} ms of env work and this process computes on {threads} "
+                      f"torch threads of {cores} cores between steps: workers would wait for cores those "
+                      "threads spin on")
     # In sync mode the pool's process only waits while the envs step, so it steps a share
     # itself; in async mode it stays free for the policy unless a batch is little work. Not
     # when dead workers are to be restarted: an env that crashes or hangs in the pool's own
     # process cannot be.
+    what = "GIL-holding envs" if work is None else f"a batch is {work * 1e3:.2f} ms of env work"
     if cores >= 2 and not isolate and (sync or (work is not None and work < SHARE_MAIN_BELOW_S)):
         workers = num_workers or (cores - 1)
-        return Layout("process", workers, num_envs // (workers + 1))
-    return Layout("process", num_workers, 0)
+        return Layout("process", workers, num_envs // (workers + 1),
+                      f"{what}: spread over worker processes and this one")
+    return Layout("process", num_workers, 0, f"{what}: spread over worker processes"
+                  + (", none in this process (on_worker_death='restart')" if isolate and sync else ""))
+
+
+def loop_parallel_pays(work: float, ways: int, cores: int, threads: int) -> bool:
+    """Whether `work` seconds of env stepping per batch, spread `ways` ways, finishes sooner in
+    workers than in this process when the caller's `threads` compute threads hold every core
+    but one for CALLER_SPIN_S after each forward (the hand-offs counted)."""
+    ways = max(1, ways)
+    free = min(ways, max(1, cores - threads + 1))  # cores the envs have while the caller's threads spin
+    if work <= free * CALLER_SPIN_S:
+        spread = work / free
+    else:
+        spread = CALLER_SPIN_S + (work - free * CALLER_SPIN_S) / ways
+    return spread + LOOP_HANDOFF_S < work

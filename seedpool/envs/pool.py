@@ -53,6 +53,7 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self.autoreset = autoreset
         self.backend = executor_cfg.kind if executor_cfg.kind != "process" or executor_cfg.local_envs == 0 else "process+main"
         self.num_workers = executor_cfg.num_workers
+        self.layout_reason = executor_cfg.reason  # why backend="auto" chose this layout, "" if forced
         self.single_observation_space = spec.observation_space
         self.single_action_space = spec.action_space
         # EnvPool's convention (scripts test `isinstance(envs.action_space, Discrete)`), not
@@ -359,8 +360,9 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
 
     def __repr__(self) -> str:
         mode = f"async batch_size={self.batch_size}" if self.is_async else "sync"
+        why = f", auto: {self.layout_reason}" if self.layout_reason else ""
         return (f"EnvPool({self.task.name!r}, num_envs={self.num_envs}, {mode}, "
-                f"backend={self.backend!r}, num_workers={self.num_workers})")
+                f"backend={self.backend!r}, num_workers={self.num_workers}{why})")
 
     __str__ = __repr__  # gymnasium.Env's would print only the spec id
 

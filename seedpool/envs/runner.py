@@ -244,6 +244,9 @@ def probe_step_cost(spec: TaskSpec, steps: int = 32, repeats: int = 5) -> float:
 
     The least of several timed runs, after a warm-up: the env's own cost, not the noise of
     a busy machine (a single noisy probe once flipped CartPole x 8 from serial to hybrid).
+    Where Linux reports it, the time this thread spent runnable but waiting for a core is
+    taken off each run: on a machine loaded by other jobs every run is preempted, and the
+    least wall time still read HalfCheetah at ~2-3x its cost (benchmarks/results/loop_why.md).
     """
     import time
 
@@ -255,11 +258,26 @@ def probe_step_cost(spec: TaskSpec, steps: int = 32, repeats: int = 5) -> float:
     env.reset(seed=0)
     best = float("inf")
     for rep in range(repeats + 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
+        q0 = _runqueue_wait_s()  # read inside the timed span: a wait while reading is in both
         for a in actions:
             _, _, term, trunc, _ = env.step(a)
             if term or trunc:
                 env.reset()
+        q1 = _runqueue_wait_s()
+        t1, c1 = time.perf_counter(), time.thread_time()
         if rep:  # the first run is the warm-up
-            best = min(best, (time.perf_counter() - t0) / steps)
+            # Never below the thread's own CPU time: the kernel books a wait when the thread is
+            # switched back in, which may fall just outside a span.
+            best = min(best, max(t1 - t0 - (q1 - q0), c1 - c0) / steps)
     return best
+
+
+def _runqueue_wait_s() -> float:
+    """Seconds this thread has spent runnable but waiting for a core (Linux's schedstat; 0.0
+    where there is none, so that a probe then counts wall time)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) * 1e-9
+    except (OSError, IndexError, ValueError):
+        return 0.0

@@ -171,6 +171,10 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         """Each env's `np_random` generator (copies, for envs in worker processes)."""
         return self.get_attr("np_random")
 
+    def __repr__(self) -> str:
+        """The pool's repr: its backend and, when `auto` chose it, why."""
+        return f"{type(self).__name__}({self.pool!r})"
+
     def close_extras(self, **kwargs: Any) -> None:
         """Close the pool (workers and envs), saying so if a call was still pending."""
         if self._pending is not None:
