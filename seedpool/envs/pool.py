@@ -15,6 +15,7 @@ from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.errors import ActionBatchError, ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
+from seedpool.envs.native.executor import NativeExecutor
 from seedpool.envs.spaces import Nested
 from seedpool.envs.spec import TaskSpec
 
@@ -78,7 +79,8 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._all_list = self._all.tolist()
         self._all32 = self._all.astype(np.int32)
         self._closed = False
-        self._exec = Executor(spec, num_envs, self._b, autoreset, executor_cfg)
+        executor = NativeExecutor if spec.native is not None else Executor
+        self._exec = executor(spec, num_envs, self._b, autoreset, executor_cfg)
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------

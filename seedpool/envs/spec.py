@@ -44,6 +44,7 @@ class TaskSpec:
     # "same": every env has env 0's observation space; "different" (or gymnasium's tuple of a
     # batched and a single space): spaces may differ in bounds, not in shapes and dtypes.
     observation_mode: Any = "same"
+    native: Any = None  # a NativeEnv family stepping every env on arrays (envs/native/), else None
 
     def build(self, i: int) -> gym.Env:
         """A new env for env id `i`: from its own factory when the task was a list of them

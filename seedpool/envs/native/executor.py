@@ -1,0 +1,192 @@
+"""Runs a native family behind the pool: the `Executor` interface, on the pool's own buffers.
+
+The pool's front (validation, env ids, in-flight bookkeeping, batching of results and
+infos) is the same as for Python envs; only the envs' work differs. Where `EnvRunner`
+steps env after env, this steps every env of a batch in one call of the family and keeps
+the engine's per-env bookkeeping (elapsed steps, returns, autoreset, seeds) in arrays.
+Envs are stepped in this process when the pool collects them, as the serial backend does.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+import numpy as np
+
+from seedpool.envs.buffers import Buffers
+from seedpool.envs.channel import RESET, STEP
+from seedpool.envs.errors import EnvPoolError, env_error
+from seedpool.envs.native.base import NativeEnv, Rows
+from seedpool.envs.spec import TaskSpec
+
+
+class NativeExecutor:
+    """Steps a native family's envs in this process; answers what the pool asks an Executor."""
+
+    def __init__(self, spec: TaskSpec, num_envs: int, buffers: Buffers, autoreset: str, cfg: Any):
+        self.cfg = cfg
+        self.family: NativeEnv = spec.native
+        self.num_envs = num_envs
+        self.b = buffers
+        self.same_step = autoreset == "same_step"
+        self.autoreset = autoreset != "disabled"
+        self.limit = spec.max_episode_steps or 0  # 0: no time limit
+        self.local = None  # no env objects (the pool's `in_process_envs` answers None)
+        self.workers: list[Any] = []
+        self.restart_count = 0
+        self.pending: list[tuple[int, list[int]]] = []  # submitted (op, env ids), run by wait()
+        self.leftover: list[int] = []  # a failed batch's other envs, returned by the next wait
+        self.reset_options: dict[int, Any] = {}
+        self.needs_reset = np.ones(num_envs, np.bool_)
+        self.restart_marks = np.zeros(num_envs, np.bool_)  # reset after a fault: report truncated
+        self.elapsed = np.zeros(num_envs, np.int64)
+        self.returns = np.zeros(num_envs, np.float64)
+        self._rows = np.arange(num_envs)
+
+    # -- the Executor interface -----------------------------------------------------------
+    def submit(self, ids: list[int], op: int) -> None:
+        """Start env ids with op STEP, RESET or RECOVER (they run when the pool waits)."""
+        self.pending.append((op, ids))
+
+    def set_reset_options(self, options: Any, ids: list[int]) -> None:
+        """Make `options` the reset options of the next RESET of envs `ids`."""
+        self.reset_options.update((i, options) for i in ids)
+
+    def call(self, i: int, fn: Any, args: tuple) -> Any:
+        """Per-env calls need env objects, which a native family does not have."""
+        raise EnvPoolError(
+            f"{getattr(fn, '__name__', fn)} needs env {i} as an object, but this pool runs the native "
+            f"family {type(self.family).__name__}, which steps all envs on arrays and has no env objects; "
+            "make the pool with native=False for per-env calls")
+
+    def wait(self, n: int, timeout: float | None = None) -> list[int]:
+        """Run submitted commands until `n` envs are done; their ids, oldest first.
+        `timeout` does not apply: the envs are stepped here, not waited for."""
+        got = self.leftover[:n]
+        self.leftover = self.leftover[n:]
+        pending = self.pending
+        while len(got) < n:
+            if not pending:
+                raise RuntimeError("internal error: nothing in flight to wait for")
+            op, ids = pending[0]
+            take = n - len(got)
+            if take < len(ids):
+                pending[0] = (op, ids[take:])
+                ids = ids[:take]
+            else:
+                pending.pop(0)
+            self._run(op, ids)
+            got += ids
+        return got
+
+    def drop_leftover(self) -> list[int]:
+        """Forget completions kept back after an error (sync mode drops the failed batch)."""
+        dropped, self.leftover = self.leftover, []
+        return dropped
+
+    def close(self) -> None:
+        """Close the family."""
+        self.family.close()
+
+    # -- running commands -----------------------------------------------------------------
+    def _select(self, ids: list[int]) -> Rows:
+        """A slice for every env or a contiguous run of them (views, no gathers), else an array."""
+        k = len(ids)
+        if k == self.num_envs:
+            return slice(None)
+        lo, hi = min(ids), max(ids)
+        if hi - lo == k - 1:  # distinct ids (the pool checks) spanning k rows: that run, in any order
+            return slice(lo, hi + 1)
+        return np.asarray(ids, dtype=np.int64)
+
+    def _run(self, op: int, ids: list[int]) -> None:
+        sel = self._select(ids)
+        try:
+            if op == STEP:
+                self._step(sel)
+            elif op == RESET:
+                self._reset(self._rows[sel], after_fault=False)
+            else:
+                self.reset_options.pop(ids[0], None)
+                self._reset(self._rows[sel], after_fault=True)
+        except Exception as exc:
+            # One call stepped them all: every env of the batch restarts, reported truncated.
+            self.needs_reset[sel] = True
+            self.restart_marks[sel] = True
+            self.leftover = ids[1:] + self.leftover
+            raise env_error(ids[0], "step" if op == STEP else "reset", traceback.format_exc(), exc) from None
+
+    def _step(self, sel: Rows) -> None:
+        fam = self.family
+        starting = self.needs_reset[sel]
+        restart = None
+        if starting.any():
+            rows = self._rows[sel]
+            restart = rows[starting]
+            if not fam.pure_step:  # step only the others: the family may draw or keep state
+                live = rows[~starting]
+                if len(live):
+                    self._step_rows(live)
+                self._reset(restart, after_fault=False)
+                return
+        self._step_rows(sel)
+        if restart is not None:  # their step results are replaced by the reset's
+            self._reset(restart, after_fault=False)
+
+    def _step_rows(self, sel: Rows) -> None:
+        b = self.b
+        obs, reward, terminated = self.family.step(sel, b.action[sel])
+        n = self.elapsed[sel] + 1
+        ret = self.returns[sel] + reward
+        if self.limit:
+            truncated = (n == self.limit) & ~terminated
+        else:
+            truncated = np.zeros(len(n), np.bool_)
+        b.obs[sel] = obs
+        b.reward[sel] = reward
+        b.terminated[sel] = terminated
+        b.truncated[sel] = truncated
+        b.elapsed_step[sel] = n
+        b.episode_return[sel] = ret
+        self.elapsed[sel] = n
+        self.returns[sel] = ret
+        ended = terminated | truncated
+        if not ended.any():
+            return
+        rows = self._rows[sel][ended]
+        if self.same_step:  # the final observation goes to info["final_obs"], the row starts anew
+            b.final_obs[rows] = b.obs[rows]
+            b.obs[rows] = self.family.reset(rows, None)
+            self.elapsed[rows] = 0
+            self.returns[rows] = 0.0
+        elif self.autoreset:
+            self.needs_reset[rows] = True
+
+    def _reset(self, rows: np.ndarray, after_fault: bool) -> None:
+        """Reset envs `rows` with the seeds and options left for them; write their rows."""
+        b, fam = self.b, self.family
+        marked = self.restart_marks[rows]
+        if marked.any() and not after_fault:  # their first reset after a fault reports it
+            self._reset(rows[marked], after_fault=True)
+            rows = rows[~marked]
+            if not len(rows):
+                return
+        seeds = b.seed[rows]
+        for i, s in zip(rows[seeds >= 0].tolist(), seeds[seeds >= 0].tolist()):
+            fam.seed(i, s)
+        b.seed[rows] = -1
+        options = None
+        if self.reset_options:
+            options = [self.reset_options.pop(i, None) for i in rows.tolist()]
+        b.obs[rows] = fam.reset(rows, options)
+        b.reward[rows] = 0.0
+        b.terminated[rows] = False
+        b.truncated[rows] = after_fault
+        b.elapsed_step[rows] = 0
+        b.episode_return[rows] = 0.0
+        self.elapsed[rows] = 0
+        self.returns[rows] = 0.0
+        self.restart_marks[rows] = False
+        # After a fault the next step resets once more, as EnvRunner.recover: an ordinary boundary.
+        self.needs_reset[rows] = after_fault
