@@ -6,6 +6,7 @@ version. Gymnasium's classic control ids are registered here.
 """
 
 from seedpool.envs.native.base import NativeEnv
+from seedpool.envs.native.check import CheckReport, NativeMismatch, check_native_env
 from seedpool.envs.native.registry import native_ids, register_native
 
-__all__ = ["NativeEnv", "native_ids", "register_native"]
+__all__ = ["NativeEnv", "native_ids", "register_native", "check_native_env", "CheckReport", "NativeMismatch"]

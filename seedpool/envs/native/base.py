@@ -40,6 +40,8 @@ class NativeEnv:
     # this very step (their results are replaced), which spares it a gather of the rows.
     pure_step: bool = False
     metadata: dict[str, Any] = {}
+    # Options of the family's own (how it computes), which its single-env version does not take.
+    native_options: tuple[str, ...] = ()
 
     def __init__(self, num_envs: int):
         """Call it first in a subclass's `__init__`."""

@@ -21,7 +21,10 @@ from gymnasium.envs.classic_control import (
     utils,
 )
 
+from seedpool.envs.native import kernels
 from seedpool.envs.native.base import NativeEnv, Rows, reset_options
+
+KERNELS = ("numba", "numpy")
 
 
 def _take_spaces(family: NativeEnv, reference: Any) -> None:
@@ -35,15 +38,21 @@ class CartPole(NativeEnv):
 
     max_episode_steps = 500
     pure_step = True  # no draws; its state (and `fell`) is rewritten by reset
+    native_options = ("kernel",)
 
-    def __init__(self, num_envs: int, sutton_barto_reward: bool = False):
+    def __init__(self, num_envs: int, sutton_barto_reward: bool = False, kernel: str = "numba"):
+        """`kernel`: "numba" (compiled, the faster) or "numpy" (the same step as array expressions)."""
         super().__init__(num_envs)
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+        self.kernel = kernel
         ref = CartPoleEnv(sutton_barto_reward=sutton_barto_reward)
         _take_spaces(self, ref)
         self.c = ref  # its physical constants, read as the single env reads them
         self.sutton_barto = sutton_barto_reward
         self.state = np.zeros((4, num_envs))  # x, x_dot, theta, theta_dot
         self.fell = np.zeros(num_envs, np.bool_)  # terminated before (gymnasium: steps_beyond_terminated)
+        self._rows = np.arange(num_envs)
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
         for k, i in enumerate(ids.tolist()):
@@ -53,6 +62,18 @@ class CartPole(NativeEnv):
         return self.state[:, ids].T.astype(np.float32)
 
     def step(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.kernel == "numpy":
+            return self._step_numpy(ids, actions)
+        c, rows = self.c, self._rows[ids]
+        obs = np.empty((len(rows), 4), np.float32)
+        reward = np.empty(len(rows))
+        terminated = np.empty(len(rows), np.bool_)
+        kernels.cartpole_step(self.state, self.fell, rows, actions, c.force_mag, c.gravity, c.masspole,
+                              c.total_mass, c.length, c.polemass_length, c.tau, c.x_threshold,
+                              c.theta_threshold_radians, self.sutton_barto, obs, reward, terminated)
+        return obs, reward, terminated
+
+    def _step_numpy(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c, s = self.c, self.state
         x, x_dot, theta, theta_dot = s[0, ids], s[1, ids], s[2, ids], s[3, ids]
         force = np.where(actions == 1, c.force_mag, -c.force_mag)

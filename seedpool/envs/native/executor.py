@@ -13,12 +13,42 @@ import traceback
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from seedpool.envs.buffers import Buffers
 from seedpool.envs.channel import RESET, STEP
 from seedpool.envs.errors import EnvPoolError, env_error
 from seedpool.envs.native.base import NativeEnv, Rows
 from seedpool.envs.spec import TaskSpec
+
+
+@njit(cache=True, nogil=True)
+def account(rows, reward, terminated, limit, elapsed, returns, out_reward, out_terminated, out_truncated,
+            out_elapsed, out_return, ended):  # pragma: no cover - compiled
+    """The engine's per-env bookkeeping of a step, as EnvRunner keeps it: count the step, add
+    the reward to the return, truncate at the time limit (`limit` 0: none), write each env's
+    row; put the rows whose episode ended into `ended` and return how many there are.
+
+    One compiled loop: as NumPy expressions it was a dozen calls, each costing more than
+    the arithmetic of 32 envs."""
+    n_ended = 0
+    for k in range(rows.size):
+        i = rows[k]
+        n = elapsed[i] + 1
+        ret = returns[i] + reward[k]
+        term = terminated[k]
+        trunc = limit > 0 and n == limit and not term
+        elapsed[i] = n
+        returns[i] = ret
+        out_reward[i] = reward[k]
+        out_terminated[i] = term
+        out_truncated[i] = trunc
+        out_elapsed[i] = n
+        out_return[i] = ret
+        if term or trunc:
+            ended[n_ended] = i
+            n_ended += 1
+    return n_ended
 
 
 class NativeExecutor:
@@ -43,6 +73,7 @@ class NativeExecutor:
         self.elapsed = np.zeros(num_envs, np.int64)
         self.returns = np.zeros(num_envs, np.float64)
         self._rows = np.arange(num_envs)
+        self._ended = np.empty(num_envs, np.int64)  # scratch: the rows whose episode ended
 
     # -- the Executor interface -----------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
@@ -137,24 +168,15 @@ class NativeExecutor:
     def _step_rows(self, sel: Rows) -> None:
         b = self.b
         obs, reward, terminated = self.family.step(sel, b.action[sel])
-        n = self.elapsed[sel] + 1
-        ret = self.returns[sel] + reward
-        if self.limit:
-            truncated = (n == self.limit) & ~terminated
-        else:
-            truncated = np.zeros(len(n), np.bool_)
         b.obs[sel] = obs
-        b.reward[sel] = reward
-        b.terminated[sel] = terminated
-        b.truncated[sel] = truncated
-        b.elapsed_step[sel] = n
-        b.episode_return[sel] = ret
-        self.elapsed[sel] = n
-        self.returns[sel] = ret
-        ended = terminated | truncated
-        if not ended.any():
+        ended = self._ended
+        rows = self._rows[sel]  # a view for a slice
+        n_ended = account(rows, np.asarray(reward, np.float64), np.asarray(terminated, np.bool_), self.limit,
+                          self.elapsed, self.returns, b.reward, b.terminated, b.truncated, b.elapsed_step,
+                          b.episode_return, ended)
+        if not n_ended:
             return
-        rows = self._rows[sel][ended]
+        rows = ended[:n_ended].copy()
         if self.same_step:  # the final observation goes to info["final_obs"], the row starts anew
             b.final_obs[rows] = b.obs[rows]
             b.obs[rows] = self.family.reset(rows, None)
