@@ -37,19 +37,32 @@ def test_native_is_the_default_and_the_python_path_stays_available():
     with seedpool.make("CartPole-v1", num_envs=4) as pool:
         assert pool.backend == "native"
         assert pool.in_process_envs() is None
-        with pytest.raises(EnvPoolError, match="native=False"):
-            pool.env_call(lambda env: env)
     with seedpool.make("CartPole-v1", num_envs=4, native=False, backend="serial") as pool:
         assert pool.backend == "serial"
         assert len(pool.in_process_envs()) == 4
-    with seedpool.make("CartPole-v1", num_envs=4, backend="thread") as pool:  # workers asked for: Python envs
-        assert pool.backend == "thread"
+    for backend in ("serial", "thread"):  # a backend named explicitly: gymnasium's env objects
+        with seedpool.make("CartPole-v1", num_envs=2, backend=backend) as pool:
+            assert pool.backend == backend
     with pytest.raises(ValueError, match="backend 'auto' or 'serial'"):
         seedpool.make("CartPole-v1", num_envs=4, backend="process", native=True)
     with pytest.raises(ValueError, match="no native family"):
         seedpool.make("FrozenLake-v1", num_envs=2, native=True)
     with seedpool.make("CartPole-v1", num_envs=2, render_mode="rgb_array") as pool:  # not a family option
         assert pool.backend != "native"
+
+
+def test_per_env_calls_read_constants_and_refuse_state():
+    vec = seedpool.make_vec("CartPole-v1", num_envs=3, seed=4)
+    vec.reset()
+    assert vec.get_attr("render_mode") == (None, None, None)
+    assert vec.get_attr("gravity") == (9.8,) * 3
+    assert vec.np_random_seed == (4, 5, 6)
+    for bad in (lambda: vec.get_attr("state"), lambda: vec.call("reset"), lambda: vec.render()):
+        with pytest.raises((AttributeError, EnvPoolError), match="native=False"):
+            bad()
+    with pytest.raises(EnvPoolError, match="native=False"):
+        vec.set_attr("gravity", 1.0)
+    vec.close()
 
 
 def test_async_send_recv_matches_the_python_path():

@@ -69,8 +69,8 @@ def make(
     space), "different" (spaces may differ in bounds but not in shapes and dtypes; make_vec
     batches them with `batch_differing_spaces`), or a (batched, single) pair of spaces.
     `native`: None runs a task natively (all envs stepped in one call on arrays, see
-    seedpool/envs/native/) where it has a native family and the backend is "auto" or
-    "serial"; False keeps the Python-env path; True insists (an error if it cannot).
+    seedpool/envs/native/) where it has a native family and the backend is "auto"; False
+    keeps the Python-env path; True insists (backend "auto" or "serial"; an error if it cannot).
     A `NativeEnv` subclass as the task always runs natively.
     """
     num_envs = env_count(task, num_envs)

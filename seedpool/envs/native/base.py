@@ -42,22 +42,41 @@ class NativeEnv:
     metadata: dict[str, Any] = {}
     # Options of the family's own (how it computes), which its single-env version does not take.
     native_options: tuple[str, ...] = ()
+    # The single env this family reproduces, built once (classic control sets it): per-env calls
+    # (get_attr, make_vec's `call`) read its constant attributes. None: they raise instead.
+    reference: gym.Env | None = None
 
     def __init__(self, num_envs: int):
         """Call it first in a subclass's `__init__`."""
         self.num_envs = num_envs
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
+        self._seeds: list[int | None] = [None] * num_envs
+        self._state_names: frozenset[str] | None = None
 
     def seed(self, i: int, seed: int | None) -> None:
         """Give env i a new generator from `seed` (gymnasium's `Env.reset(seed=seed)`)."""
-        self._rngs[i] = seeding.np_random(seed)[0]
+        self._rngs[i], self._seeds[i] = seeding.np_random(seed)
 
     def rng(self, i: int) -> np.random.Generator:
         """Env i's generator; an unseeded one on first use, as a gymnasium env's `np_random`."""
         rng = self._rngs[i]
         if rng is None:
-            rng = self._rngs[i] = seeding.np_random()[0]
+            self.seed(i, None)
+            rng = self._rngs[i]
         return rng
+
+    def seed_of(self, i: int) -> int | None:
+        """The seed of env i's generator (drawn from entropy when it was unseeded), or None
+        before it has one."""
+        return self._seeds[i]
+
+    def state_names(self) -> frozenset[str]:
+        """Attributes of `reference` that are per-env state (a view must not read them)."""
+        if self._state_names is None:
+            from seedpool.envs.native.view import state_attributes
+
+            self._state_names = state_attributes(self.reference) if self.reference is not None else frozenset()
+        return self._state_names
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
         """Start a new episode in envs `ids` (an int64 array); return their observations,

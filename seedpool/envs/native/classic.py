@@ -31,6 +31,7 @@ def _take_spaces(family: NativeEnv, reference: Any) -> None:
     family.single_observation_space = reference.observation_space
     family.single_action_space = reference.action_space
     family.metadata = dict(reference.metadata)
+    family.reference = reference
 
 
 class CartPole(NativeEnv):

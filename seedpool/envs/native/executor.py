@@ -17,8 +17,9 @@ from numba import njit
 
 from seedpool.envs.buffers import Buffers
 from seedpool.envs.channel import RESET, STEP
-from seedpool.envs.errors import EnvPoolError, env_error
+from seedpool.envs.errors import env_error
 from seedpool.envs.native.base import NativeEnv, Rows
+from seedpool.envs.native.view import EnvView
 from seedpool.envs.spec import TaskSpec
 
 
@@ -85,11 +86,9 @@ class NativeExecutor:
         self.reset_options.update((i, options) for i in ids)
 
     def call(self, i: int, fn: Any, args: tuple) -> Any:
-        """Per-env calls need env objects, which a native family does not have."""
-        raise EnvPoolError(
-            f"{getattr(fn, '__name__', fn)} needs env {i} as an object, but this pool runs the native "
-            f"family {type(self.family).__name__}, which steps all envs on arrays and has no env objects; "
-            "make the pool with native=False for per-env calls")
+        """`fn(view, *args)` on env i's read-only view (see view.py): a native family has no
+        env objects."""
+        return fn(EnvView(self.family, i), *args)
 
     def wait(self, n: int, timeout: float | None = None) -> list[int]:
         """Run submitted commands until `n` envs are done; their ids, oldest first.

@@ -1,8 +1,8 @@
 """Which tasks run natively, and their TaskSpec: registered ids and user `NativeEnv` classes.
 
 A registered id (gymnasium's classic control ids, or one a user registers) runs natively
-when `make(..., native=None)` (the default) can: backend "auto" or "serial", and only
-options the family takes. `native=False` keeps the Python-env path (gymnasium's own envs,
+when `make(..., native=None)` (the default) can: backend "auto", and only options the
+family takes. `native=False` keeps the Python-env path (gymnasium's own envs,
 any backend); `native=True` insists, with an error saying why it cannot be.
 """
 
@@ -28,6 +28,8 @@ _NATIVE: dict[str, str] = {
     "Acrobot-v1": "seedpool.envs.native.acrobot:Acrobot",
 }
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+# By default only "auto" is native: a backend named explicitly asks for env objects stepped
+# that way (SB3's `venv.envs` with "serial"); native=True also accepts "serial" (in-process).
 _NATIVE_BACKENDS = ("auto", "serial")
 
 
@@ -74,6 +76,8 @@ def native_spec(task: Any, native: bool | None, backend: str, num_envs: int, max
         raise ValueError(f"native=True, but {task!r} has no native family; native ids: {native_ids()}")
     cls = family_class(task)
     why = _cannot(cls, backend, info_keys, options)
+    if native is None and backend != "auto":
+        return None
     if why:
         if native:
             raise ValueError(f"native=True, but {task} cannot run natively: {why}")
