@@ -224,3 +224,40 @@ def test_a_family_that_raises_surfaces_as_an_env_error_and_the_pool_goes_on():
         assert trunc.all()
         obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))
         np.testing.assert_array_equal(info["elapsed_step"], 0)
+
+
+def test_pcg64_rows_draw_numpys_numbers():
+    from numba import njit
+
+    from seedpool.envs.native import pcg64
+
+    @njit
+    def draws(states, i, n):
+        out = np.empty(n)
+        for k in range(n):
+            out[k] = pcg64.next_double(states, i)
+        return out
+
+    for seed in (0, 3, 2**40 + 7):
+        gen = np.random.default_rng(seed)
+        states = np.stack([pcg64.state_row(np.random.default_rng(99)), pcg64.state_row(gen)])
+        np.testing.assert_array_equal(draws(states, 1, 500), gen.random(500))
+        np.testing.assert_array_equal(states[1], pcg64.state_row(gen))  # the same state after
+
+
+def test_cartpole_generators_follow_the_kernels_draws():
+    """np_random of a native CartPole env continues where gymnasium's env's would."""
+    single = gym.make("CartPole-v1")
+    single.reset(seed=8)
+    with seedpool.make("CartPole-v1", num_envs=1, seed=8, autoreset="same_step") as pool:
+        pool.reset()
+        resets = 0
+        for _ in range(40):  # a few episodes: resets draw from env 0's generator
+            obs, rew, term, trunc, _ = pool.step(np.ones(1, np.int64))
+            _, _, t, tr, _ = single.step(1)
+            if t or tr:
+                single.reset()
+                resets += 1
+        assert resets >= 3
+        view_rng = pool.env_call(lambda env: env.np_random)[0]
+        assert view_rng.random() == single.unwrapped.np_random.random()

@@ -21,7 +21,7 @@ from gymnasium.envs.classic_control import (
     utils,
 )
 
-from seedpool.envs.native import kernels
+from seedpool.envs.native import kernels, pcg64
 from seedpool.envs.native.base import NativeEnv, Rows, reset_options
 
 KERNELS = ("numba", "numpy")
@@ -54,8 +54,41 @@ class CartPole(NativeEnv):
         self.state = np.zeros((4, num_envs))  # x, x_dot, theta, theta_dot
         self.fell = np.zeros(num_envs, np.bool_)  # terminated before (gymnasium: steps_beyond_terminated)
         self._rows = np.arange(num_envs)
+        self.pcg = np.zeros((num_envs, 4), np.uint64)  # each env's PCG64 state, for the numba kernels
+        self.has_pcg = np.zeros(num_envs, np.bool_)
+        self.all_seeded = False
+        self._low, self._high = np.full(num_envs, -0.05), np.full(num_envs, 0.05)  # default bounds
+
+    def seed(self, i: int, seed: int | None) -> None:
+        """As NativeEnv's; the numba kernels then draw from a copy of the generator's state."""
+        super().seed(i, seed)
+        self.pcg[i] = pcg64.state_row(self._rngs[i])
+        self.has_pcg[i] = True
+
+    def rng(self, i: int) -> np.random.Generator:
+        """Env i's generator, brought up to the kernels' draws (draws made on it are not
+        seen by the kernels, which keep their own copy of its state)."""
+        if self.kernel == "numba" and self.has_pcg[i]:
+            pcg64.load_row(self._rngs[i], self.pcg[i])
+            return self._rngs[i]
+        return super().rng(i)
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
+        if self.kernel == "numpy":
+            return self._reset_numpy(ids, options)
+        if not self.all_seeded:
+            for i in ids[~self.has_pcg[ids]].tolist():  # never seeded: fresh entropy, as gymnasium
+                self.seed(i, None)
+            self.all_seeded = bool(self.has_pcg.all())
+        if options is None:
+            low, high = self._low[: len(ids)], self._high[: len(ids)]
+        else:
+            bounds = [utils.maybe_parse_reset_bounds(o, -0.05, 0.05) for o in options]
+            low, high = (np.array(b, np.float64) for b in zip(*bounds))
+        kernels.cartpole_reset(self.state, self.fell, self.pcg, ids, low, high)
+        return self.state[:, ids].T.astype(np.float32)
+
+    def _reset_numpy(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
         for k, i in enumerate(ids.tolist()):
             low, high = utils.maybe_parse_reset_bounds(reset_options(options, k), -0.05, 0.05)
             self.state[:, i] = self.rng(i).uniform(low=low, high=high, size=(4,))

@@ -52,6 +52,29 @@ def account(rows, reward, terminated, limit, elapsed, returns, out_reward, out_t
     return n_ended
 
 
+@njit(cache=True, nogil=True)
+def clear_rows(rows, after_fault, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+               returns, restart_marks, needs_reset):  # pragma: no cover - compiled
+    """The engine's rows after a reset (as EnvRunner.reset / recover write them); returns
+    how many restart marks it cleared. After a fault the row reports the episode truncated
+    and the next step resets once more: callers see an ordinary episode boundary."""
+    cleared = 0
+    for k in range(rows.size):
+        i = rows[k]
+        reward[i] = 0.0
+        terminated[i] = False
+        truncated[i] = after_fault
+        elapsed_step[i] = 0
+        episode_return[i] = 0.0
+        elapsed[i] = 0
+        returns[i] = 0.0
+        if restart_marks[i]:
+            restart_marks[i] = False
+            cleared += 1
+        needs_reset[i] = after_fault
+    return cleared
+
+
 class NativeExecutor:
     """Steps a native family's envs in this process; answers what the pool asks an Executor."""
 
@@ -71,6 +94,7 @@ class NativeExecutor:
         self.reset_options: dict[int, Any] = {}
         self.needs_reset = np.ones(num_envs, np.bool_)
         self.restart_marks = np.zeros(num_envs, np.bool_)  # reset after a fault: report truncated
+        self._marked = 0  # how many restart marks are set (none: skip looking)
         self.elapsed = np.zeros(num_envs, np.int64)
         self.returns = np.zeros(num_envs, np.float64)
         self._rows = np.arange(num_envs)
@@ -136,13 +160,14 @@ class NativeExecutor:
             if op == STEP:
                 self._step(sel)
             elif op == RESET:
-                self._reset(self._rows[sel], after_fault=False)
+                self._reset(self._rows[sel], after_fault=False, seeded=True)
             else:
                 self.reset_options.pop(ids[0], None)
                 self._reset(self._rows[sel], after_fault=True)
         except Exception as exc:
             # One call stepped them all: every env of the batch restarts, reported truncated.
             self.needs_reset[sel] = True
+            self._marked += int(np.count_nonzero(~self.restart_marks[sel]))
             self.restart_marks[sel] = True
             self.leftover = ids[1:] + self.leftover
             raise env_error(ids[0], "step" if op == STEP else "reset", traceback.format_exc(), exc) from None
@@ -184,30 +209,27 @@ class NativeExecutor:
         elif self.autoreset:
             self.needs_reset[rows] = True
 
-    def _reset(self, rows: np.ndarray, after_fault: bool) -> None:
-        """Reset envs `rows` with the seeds and options left for them; write their rows."""
+    def _reset(self, rows: np.ndarray, after_fault: bool, seeded: bool = False) -> None:
+        """Reset envs `rows` (with the seeds left for them when `seeded`: a reset the user
+        asked for, not an autoreset) and the options left for them; write their rows."""
         b, fam = self.b, self.family
-        marked = self.restart_marks[rows]
-        if marked.any() and not after_fault:  # their first reset after a fault reports it
-            self._reset(rows[marked], after_fault=True)
-            rows = rows[~marked]
-            if not len(rows):
-                return
-        seeds = b.seed[rows]
-        for i, s in zip(rows[seeds >= 0].tolist(), seeds[seeds >= 0].tolist()):
-            fam.seed(i, s)
-        b.seed[rows] = -1
+        if self._marked and not after_fault:
+            marked = self.restart_marks[rows]
+            if marked.any():  # their first reset after a fault reports it
+                self._reset(rows[marked], after_fault=True, seeded=seeded)
+                rows = rows[~marked]
+                if not len(rows):
+                    return
+        if seeded:
+            seeds = b.seed[rows]
+            given = seeds >= 0
+            for i, s in zip(rows[given].tolist(), seeds[given].tolist()):
+                fam.seed(i, s)
+            b.seed[rows] = -1
         options = None
         if self.reset_options:
             options = [self.reset_options.pop(i, None) for i in rows.tolist()]
         b.obs[rows] = fam.reset(rows, options)
-        b.reward[rows] = 0.0
-        b.terminated[rows] = False
-        b.truncated[rows] = after_fault
-        b.elapsed_step[rows] = 0
-        b.episode_return[rows] = 0.0
-        self.elapsed[rows] = 0
-        self.returns[rows] = 0.0
-        self.restart_marks[rows] = False
-        # After a fault the next step resets once more, as EnvRunner.recover: an ordinary boundary.
-        self.needs_reset[rows] = after_fault
+        self._marked -= clear_rows(rows, after_fault, b.reward, b.terminated, b.truncated, b.elapsed_step,
+                                   b.episode_return, self.elapsed, self.returns, self.restart_marks,
+                                   self.needs_reset)

@@ -13,6 +13,8 @@ import math
 
 from numba import njit
 
+from seedpool.envs.native import pcg64
+
 
 @njit(cache=True, nogil=True)
 def cartpole_step(state, fell, rows, actions, force_mag, gravity, masspole, total_mass, length,
@@ -42,3 +44,15 @@ def cartpole_step(state, fell, rows, actions, force_mag, gravity, masspole, tota
         else:
             reward[k] = 0.0 if term and fell[i] else 1.0
         fell[i] = fell[i] or term
+
+
+@njit(cache=True, nogil=True)
+def cartpole_reset(state, fell, pcg, rows, low, high):  # pragma: no cover - compiled
+    """CartPole's reset for envs `rows`: four uniform draws each from the env's own PCG64
+    (gymnasium's `np_random.uniform(low, high, size=(4,))`), in order."""
+    for k in range(rows.size):
+        i = rows[k]
+        span = high[k] - low[k]
+        for j in range(4):
+            state[j, i] = low[k] + span * pcg64.next_double(pcg, i)
+        fell[i] = False
