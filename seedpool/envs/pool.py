@@ -15,7 +15,6 @@ from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.errors import ActionBatchError, ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
-from seedpool.envs.native.executor import NativeExecutor
 from seedpool.envs.spaces import Nested
 from seedpool.envs.spec import TaskSpec
 
@@ -79,8 +78,12 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._all_list = self._all.tolist()
         self._all32 = self._all.astype(np.int32)
         self._closed = False
-        executor = NativeExecutor if spec.native is not None else Executor
-        self._exec = executor(spec, num_envs, self._b, autoreset, executor_cfg)
+        if spec.native is not None:  # imported here: it loads numba, which other pools never need
+            from seedpool.envs.native.executor import NativeExecutor
+
+            self._exec = NativeExecutor(spec, num_envs, self._b, autoreset, executor_cfg)
+        else:
+            self._exec = Executor(spec, num_envs, self._b, autoreset, executor_cfg)
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------
