@@ -28,9 +28,13 @@ def test_family_options_match_gymnasiums(task_id, options):
     assert check_native_env(task_id, num_envs=4, steps=500, seed=3, **options).episodes > 0
 
 
-@pytest.mark.parametrize("task_id", ["CartPole-v1", "Pendulum-v1"])
-def test_same_step_autoreset_matches(task_id):
-    assert check_native_env(task_id, num_envs=4, steps=600, seed=1, autoreset="same_step").episodes > 0
+@pytest.mark.parametrize("task_id,autoreset", [("CartPole-v1", "same_step"), ("Pendulum-v1", "same_step"),
+                                               ("CartPole-v1", "disabled"), ("MountainCar-v0", "disabled")])
+def test_other_autoreset_modes_match(task_id, autoreset):
+    """same_step (final_obs aside: the checker compares the reset observations) and disabled
+    (ended envs stepped on, CartPole's reward 0 after the fall, truncation once at the limit)."""
+    report = check_native_env(task_id, num_envs=4, steps=600, seed=1, autoreset=autoreset)
+    assert report.episodes > 0
 
 
 def test_native_is_the_default_and_the_python_path_stays_available():

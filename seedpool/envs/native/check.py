@@ -10,6 +10,7 @@ import numpy as np
 
 from seedpool.envs.native.base import NativeEnv
 from seedpool.envs.native.registry import family_class
+from seedpool.envs.spec import peel
 
 
 class NativeMismatch(AssertionError):
@@ -39,7 +40,8 @@ def check_native_env(
     """Step a native family and its single-env version side by side and compare them.
 
     Both run through seedpool's pool API with the same seeds (env i: `seed + i`), the same
-    time limit and autoreset mode, and the same random actions (sampled from the family's
+    time limit (the family's; a TimeLimit wrapper on the reference is removed, as the engine
+    removes gymnasium's from ids) and autoreset mode, and the same random actions (sampled from the family's
     action space seeded with `seed`, or drawn by `actions(rng, num_envs)`): the reference
     as one `reference()` env per env id on the Python-env path, the family natively.
     Observations and rewards must agree within `atol`; terminations, truncations and
@@ -61,7 +63,12 @@ def check_native_env(
         raise ValueError("reference: a zero-argument callable returning the single env to compare with")
     fast = make(native, num_envs=num_envs, seed=seed, autoreset=autoreset, **options)
     limit = fast.task.max_episode_steps
-    slow = make([reference] * num_envs, seed=seed, autoreset=autoreset, backend="serial", native=False,
+    bare = reference
+
+    def reference_env() -> gym.Env:  # the engine counts the time limit for both, by one rule
+        return peel(bare())[0]
+
+    slow = make([reference_env] * num_envs, seed=seed, autoreset=autoreset, backend="serial", native=False,
                 max_episode_steps=limit)
     try:
         return _compare(fast, slow, steps, seed, atol, actions)
