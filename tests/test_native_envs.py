@@ -224,6 +224,7 @@ def test_a_family_that_raises_surfaces_as_an_env_error_and_the_pool_goes_on():
         with pytest.raises(EnvStepError, match="no left turns") as caught:
             pool.step(np.array([1, 0, 1]))
         assert isinstance(caught.value, ZeroDivisionError)
+        assert isinstance(caught.value.__cause__, ZeroDivisionError)
         obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))  # the batch restarts
         assert trunc.all()
         obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))

@@ -170,7 +170,8 @@ class NativeExecutor:
             self._marked += int(np.count_nonzero(~self.restart_marks[sel]))
             self.restart_marks[sel] = True
             self.leftover = ids[1:] + self.leftover
-            raise env_error(ids[0], "step" if op == STEP else "reset", traceback.format_exc(), exc) from None
+            # env_error makes the family's exception the cause (and the error its type too).
+            raise env_error(ids[0], "step" if op == STEP else "reset", traceback.format_exc(), exc)  # noqa: B904
 
     def _step(self, sel: Rows) -> None:
         fam = self.family
