@@ -53,6 +53,10 @@ def test_native_is_the_default_and_the_python_path_stays_available():
         seedpool.make("FrozenLake-v1", num_envs=2, native=True)
     with seedpool.make("CartPole-v1", num_envs=2, render_mode="rgb_array") as pool:  # not a family option
         assert pool.backend != "native"
+    # Below a family's native_from the Python-env path measured faster: auto keeps it there.
+    with seedpool.make("MountainCarContinuous-v0", num_envs=4) as small, \
+            seedpool.make("MountainCarContinuous-v0", num_envs=32) as large:
+        assert small.backend != "native" and large.backend == "native"
 
 
 def test_per_env_calls_read_constants_and_refuse_state():
@@ -93,7 +97,7 @@ def test_async_send_recv_matches_the_python_path():
 
 
 def test_episode_infos_time_limit_and_seeds():
-    with seedpool.make("Pendulum-v1", num_envs=3, seed=[4, None, 6], max_episode_steps=5) as pool:
+    with seedpool.make("Pendulum-v1", num_envs=3, seed=[4, None, 6], max_episode_steps=5, native=True) as pool:
         obs, info = pool.reset()
         for t in range(1, 6):
             obs, rew, term, trunc, info = pool.step(np.zeros((3, 1), np.float32))
@@ -105,7 +109,7 @@ def test_episode_infos_time_limit_and_seeds():
         np.testing.assert_array_equal(info["elapsed_step"], 0)
         np.testing.assert_array_equal(rew, 0.0)
     single = gym.make("Pendulum-v1")
-    with seedpool.make("Pendulum-v1", num_envs=3, seed=[4, None, 6]) as pool:
+    with seedpool.make("Pendulum-v1", num_envs=3, seed=[4, None, 6], native=True) as pool:
         obs, _ = pool.reset()
         np.testing.assert_array_equal(obs[0], single.reset(seed=4)[0])
         np.testing.assert_array_equal(obs[2], single.reset(seed=6)[0])
@@ -139,7 +143,7 @@ def test_bad_actions_are_refused_and_the_pool_stays_consistent():
         for _ in range(50):
             a = np.array([0, 1, 1, 0])
             np.testing.assert_array_equal(pool.step(a)[0], ref.step(a)[0])
-    with seedpool.make("Pendulum-v1", num_envs=2) as pool:
+    with seedpool.make("Pendulum-v1", num_envs=2, native=True) as pool:
         pool.reset()
         with pytest.raises(ValueError, match="NaN|finite"):
             pool.step(np.array([[np.nan], [0.0]], np.float32))
@@ -254,7 +258,7 @@ def test_cartpole_generators_follow_the_kernels_draws():
     """np_random of a native CartPole env continues where gymnasium's env's would."""
     single = gym.make("CartPole-v1")
     single.reset(seed=8)
-    with seedpool.make("CartPole-v1", num_envs=1, seed=8, autoreset="same_step") as pool:
+    with seedpool.make("CartPole-v1", num_envs=1, seed=8, autoreset="same_step", native=True) as pool:
         pool.reset()
         resets = 0
         for _ in range(40):  # a few episodes: resets draw from env 0's generator

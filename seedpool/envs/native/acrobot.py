@@ -34,6 +34,7 @@ class Acrobot(NativeEnv):
     """Acrobot-v1, `num_envs` at once."""
 
     max_episode_steps = 500
+    native_from = 4  # benchmarks/results/native_crossover.md
     pure_step = True  # torque noise is zero in gymnasium's env: nothing is drawn while stepping
 
     def __init__(self, num_envs: int):

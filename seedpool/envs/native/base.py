@@ -40,6 +40,10 @@ class NativeEnv:
     # this very step (their results are replaced), which spares it a gather of the rows.
     pure_step: bool = False
     metadata: dict[str, Any] = {}
+    # The smallest pool that `make(..., native=None)` makes native: below it, the Python-env
+    # path measured faster (benchmarks/results/native_crossover.md). A class given as the task
+    # is always native.
+    native_from: int = 1
     # Options of the family's own (how it computes), which its single-env version does not take.
     native_options: tuple[str, ...] = ()
     # The single env this family reproduces, built once (classic control sets it): per-env calls

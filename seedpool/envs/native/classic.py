@@ -38,6 +38,7 @@ class CartPole(NativeEnv):
     """CartPole-v1: gymnasium's `CartPoleEnv` (Euler integration), `num_envs` at once."""
 
     max_episode_steps = 500
+    native_from = 2  # benchmarks/results/native_crossover.md
     pure_step = True  # no draws; its state (and `fell`) is rewritten by reset
     native_options = ("kernel",)
 
@@ -139,6 +140,7 @@ class MountainCar(NativeEnv):
     """MountainCar-v0: gymnasium's `MountainCarEnv`, `num_envs` at once."""
 
     max_episode_steps = 200
+    native_from = 4
     pure_step = True
 
     def __init__(self, num_envs: int, goal_velocity: float = 0):
@@ -176,6 +178,7 @@ class MountainCarContinuous(NativeEnv):
     """
 
     max_episode_steps = 999
+    native_from = 32  # its NumPy step is ~25 array operations: a Python loop wins below
     pure_step = True
 
     def __init__(self, num_envs: int, goal_velocity: float = 0):
@@ -227,6 +230,7 @@ class Pendulum(NativeEnv):
     """Pendulum-v1: gymnasium's `PendulumEnv`, `num_envs` at once."""
 
     max_episode_steps = 200
+    native_from = 4
     pure_step = True
 
     def __init__(self, num_envs: int, g: float = 10.0):

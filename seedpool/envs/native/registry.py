@@ -76,7 +76,7 @@ def native_spec(task: Any, native: bool | None, backend: str, num_envs: int, max
         raise ValueError(f"native=True, but {task!r} has no native family; native ids: {native_ids()}")
     cls = family_class(task)
     why = _cannot(cls, backend, info_keys, options)
-    if native is None and backend != "auto":
+    if native is None and (backend != "auto" or num_envs < cls.native_from):
         return None
     if why:
         if native:
