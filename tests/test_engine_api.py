@@ -26,6 +26,7 @@ def make_as(name: str, task, num_envs: int, force_layout, **kwargs) -> seedpool.
     """seedpool.make with the backend CONFIGS[name]; process+main is forced, not measured."""
     if name == "process+main":
         force_layout("process", 1, num_envs // 2)
+        kwargs.setdefault("native", False)  # the Python-env layout is under test, not a native family
     pool = seedpool.make(task, num_envs=num_envs, **CONFIGS[name], **kwargs)
     assert f"backend={name!r}" in repr(pool)
     return pool

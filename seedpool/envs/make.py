@@ -11,6 +11,7 @@ from seedpool.envs import spaces
 from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.envpool_api import take_envpool_options
 from seedpool.envs.executor import ExecutorConfig
+from seedpool.envs.native.registry import native_spec
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
 from seedpool.envs.spec import Task, TaskSpec, check_observation_mode, resolve
@@ -61,6 +62,7 @@ def make(
     on_worker_death: str = "raise",
     info_keys: dict[str, Any] | None = None,
     observation_mode: Any = "same",
+    native: bool | None = None,
     **task_options: Any,
 ) -> EnvPool:
     """Build a pool of `num_envs` copies of `task` (a registered id, gymnasium id or env factory),
@@ -80,6 +82,10 @@ def make(
     `observation_mode`: as gymnasium's vector envs: "same" (every env has env 0's observation
     space), "different" (spaces may differ in bounds but not in shapes and dtypes; make_vec
     batches them with `batch_differing_spaces`), or a (batched, single) pair of spaces.
+    `native`: None runs a task natively (all envs stepped in one call on arrays, see
+    seedpool/envs/native/) where it has a native family and the backend is "auto"; False
+    keeps the Python-env path; True insists (backend "auto" or "serial"; an error if it cannot).
+    A `NativeEnv` subclass as the task always runs natively.
     """
     num_envs = env_count(task, num_envs)
     # EnvPool's own make() options (env_type, num_threads, ...), for scripts written for it.
@@ -100,6 +106,10 @@ def make(
     restart = on_worker_death == "restart"
     check_observation_mode(observation_mode)
     seeds = env_seeds(seed, num_envs)
+    spec = native_spec(task, native, backend, num_envs, max_episode_steps, info_keys, task_options)
+    if spec is not None:
+        cfg = ExecutorConfig("native", 0, num_envs, 0.0, 0.0, None, False)
+        return EnvPool(spec, num_envs, batch_size, seeds, autoreset, cfg, made_with={"seed": seed, **task_options})
     spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
     spec.observation_mode = observation_mode
     try:

@@ -79,7 +79,12 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._all_list = self._all.tolist()
         self._all32 = self._all.astype(np.int32)
         self._closed = False
-        self._exec = Executor(spec, num_envs, self._b, autoreset, executor_cfg)
+        if spec.native is not None:  # imported here: it loads numba, which other pools never need
+            from seedpool.envs.native.executor import NativeExecutor
+
+            self._exec = NativeExecutor(spec, num_envs, self._b, autoreset, executor_cfg)
+        else:
+            self._exec = Executor(spec, num_envs, self._b, autoreset, executor_cfg)
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------

@@ -44,6 +44,7 @@ class TaskSpec:
     # "same": every env has env 0's observation space; "different" (or gymnasium's tuple of a
     # batched and a single space): spaces may differ in bounds, not in shapes and dtypes.
     observation_mode: Any = "same"
+    native: Any = None  # a NativeEnv family stepping every env on arrays (envs/native/), else None
 
     def build(self, i: int) -> gym.Env:
         """A new env for env id `i`: from its own factory when the task was a list of them
@@ -145,6 +146,9 @@ def _peel(env: gym.Env) -> tuple[gym.Env, int | None]:
             limit = env._max_episode_steps
         env = env.env
     return env, limit
+
+
+peel = _peel  # public for the native checker, which treats a reference env as the engine does
 
 
 def _gym_factory(task_id: str, options: dict[str, Any]) -> EnvFn:

@@ -1,0 +1,101 @@
+"""`NativeEnv`: a family of envs that steps all of its envs in one call, on arrays.
+
+A native family holds the state of `num_envs` envs in arrays and answers two calls, each
+for a set of rows: `reset(ids, options)` and `step(ids, actions)`. The engine does the
+rest, exactly as for Python envs: seeds, the time limit, `elapsed_step`, episode returns,
+autoreset (next_step, same_step, disabled), validation of actions and the pool API.
+
+`ids` is anything NumPy accepts as a row index: a slice (all envs, or a contiguous run of
+them: views, no copies) or an int64 array of env ids. Write the family with
+`self.state[..., ids]`-style indexing and both work.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence, Union
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import seeding
+
+Rows = Union[slice, np.ndarray]
+
+
+class NativeEnv:
+    """Base class of vector-native env families (see docs/engine.md).
+
+    A subclass sets `single_observation_space` and `single_action_space` (a Box, Discrete,
+    MultiDiscrete or MultiBinary observation space: one array row per env) in `__init__`,
+    and implements `reset` and `step`. `self.rng(i)` is env i's own random generator,
+    seeded by the engine exactly as gymnasium seeds a single env (`reset(seed=...)`), so a
+    family that draws env i's random numbers from it, in the single env's order, repeats
+    the single env's episodes.
+    """
+
+    single_observation_space: gym.Space
+    single_action_space: gym.Space
+    max_episode_steps: int | None = None  # the engine's default time limit for this family
+    # True when `step` draws no random numbers and keeps no state that `reset` does not
+    # overwrite: the engine may then step every row of a batch, including envs it resets on
+    # this very step (their results are replaced), which spares it a gather of the rows.
+    pure_step: bool = False
+    metadata: dict[str, Any] = {}
+    # The smallest pool that `make(..., native=None)` makes native: below it, the Python-env
+    # path measured faster (benchmarks/results/native_crossover.md). A class given as the task
+    # is always native.
+    native_from: int = 1
+    # Options of the family's own (how it computes), which its single-env version does not take.
+    native_options: tuple[str, ...] = ()
+    # The single env this family reproduces, built once (classic control sets it): per-env calls
+    # (get_attr, make_vec's `call`) read its constant attributes. None: they raise instead.
+    reference: gym.Env | None = None
+
+    def __init__(self, num_envs: int):
+        """Call it first in a subclass's `__init__`."""
+        self.num_envs = num_envs
+        self._rngs: list[np.random.Generator | None] = [None] * num_envs
+        self._seeds: list[int | None] = [None] * num_envs
+        self._state_names: frozenset[str] | None = None
+
+    def seed(self, i: int, seed: int | None) -> None:
+        """Give env i a new generator from `seed` (gymnasium's `Env.reset(seed=seed)`)."""
+        self._rngs[i], self._seeds[i] = seeding.np_random(seed)
+
+    def rng(self, i: int) -> np.random.Generator:
+        """Env i's generator; an unseeded one on first use, as a gymnasium env's `np_random`."""
+        rng = self._rngs[i]
+        if rng is None:
+            self.seed(i, None)
+            rng = self._rngs[i]
+        return rng
+
+    def seed_of(self, i: int) -> int | None:
+        """The seed of env i's generator (drawn from entropy when it was unseeded), or None
+        before it has one."""
+        return self._seeds[i]
+
+    def state_names(self) -> frozenset[str]:
+        """Attributes of `reference` that are per-env state (a view must not read them)."""
+        if self._state_names is None:
+            from seedpool.envs.native.view import state_attributes
+
+            self._state_names = state_attributes(self.reference) if self.reference is not None else frozenset()
+        return self._state_names
+
+    def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
+        """Start a new episode in envs `ids` (an int64 array); return their observations,
+        one row per id. `options`: None, or one reset-options dict (or None) per id."""
+        raise NotImplementedError
+
+    def step(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Step envs `ids` with `actions` (one row per env); return (obs, reward, terminated),
+        each with one row per env. Truncation at the time limit is the engine's."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the family holds (nothing, by default)."""
+
+
+def reset_options(options: Sequence[dict | None] | None, k: int) -> dict | None:
+    """The options of the k-th env of a reset (None when there are none)."""
+    return None if options is None else options[k]

@@ -1,0 +1,125 @@
+"""Which tasks run natively, and their TaskSpec: registered ids and user `NativeEnv` classes.
+
+A registered id (gymnasium's classic control ids, or one a user registers) runs natively
+when `make(..., native=None)` (the default) can: backend "auto", and only options the
+family takes. `native=False` keeps the Python-env path (gymnasium's own envs,
+any backend); `native=True` insists, with an error saying why it cannot be.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+from typing import Any
+
+import gymnasium as gym
+
+from seedpool.envs.errors import EnvPoolError
+from seedpool.envs.native.base import NativeEnv
+from seedpool.envs.spec import TaskSpec
+
+# Task id -> "module:Class" of its native family (imported on first use).
+_NATIVE: dict[str, str] = {
+    "CartPole-v1": "seedpool.envs.native.classic:CartPole",
+    "MountainCar-v0": "seedpool.envs.native.classic:MountainCar",
+    "MountainCarContinuous-v0": "seedpool.envs.native.classic:MountainCarContinuous",
+    "Pendulum-v1": "seedpool.envs.native.classic:Pendulum",
+    "Acrobot-v1": "seedpool.envs.native.acrobot:Acrobot",
+}
+_ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+# By default only "auto" is native: a backend named explicitly asks for env objects stepped
+# that way (SB3's `venv.envs` with "serial"); native=True also accepts "serial" (in-process).
+_NATIVE_BACKENDS = ("auto", "serial")
+
+
+def register_native(task_id: str, family: type[NativeEnv] | str) -> None:
+    """Run `task_id` with a native family: a `NativeEnv` subclass or its "module:Class" path."""
+    if isinstance(family, type) and not issubclass(family, NativeEnv):
+        raise TypeError(f"a native family must subclass seedpool.envs.native.NativeEnv, got {family.__name__}")
+    _NATIVE[task_id] = family if isinstance(family, str) else f"{family.__module__}:{family.__qualname__}"
+
+
+def native_ids() -> list[str]:
+    """Every task id that has a native family."""
+    return sorted(_NATIVE)
+
+
+def family_class(task_id: str) -> type[NativeEnv]:
+    """The native family class of a registered id."""
+    module, _, name = _NATIVE[task_id].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def family_options(cls: type[NativeEnv]) -> set[str]:
+    """The options a family's constructor takes besides `num_envs`."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[2:]  # self, num_envs
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def native_spec(task: Any, native: bool | None, backend: str, num_envs: int, max_episode_steps: int | None,
+                info_keys: dict[str, Any] | None, options: dict[str, Any]) -> TaskSpec | None:
+    """The TaskSpec of a native pool of `task`, or None for the Python-env path."""
+    if native not in (None, True, False):
+        raise ValueError(f"native must be None (native where possible), True or False, got {native!r}")
+    if isinstance(task, type) and issubclass(task, NativeEnv):
+        if native is False:
+            raise ValueError(f"{task.__name__} is a native family: it has no Python-env path (native=False)")
+        why = _cannot(task, backend, info_keys, options)
+        if why:
+            raise ValueError(f"{task.__name__} cannot run: {why}")
+        return _spec(task.__name__, task, num_envs, max_episode_steps, options)
+    registered = isinstance(task, str) and task in _NATIVE
+    if native is False or (native is None and not registered):
+        return None
+    if not registered:
+        raise ValueError(f"native=True, but {task!r} has no native family; native ids: {native_ids()}")
+    cls = family_class(task)
+    why = _cannot(cls, backend, info_keys, options)
+    if native is None and (backend != "auto" or num_envs < cls.native_from):
+        return None
+    if why:
+        if native:
+            raise ValueError(f"native=True, but {task} cannot run natively: {why}")
+        return None
+    return _spec(task, cls, num_envs, max_episode_steps, options)
+
+
+def _cannot(cls: type[NativeEnv], backend: str, info_keys: Any, options: dict[str, Any]) -> str | None:
+    """Why the family cannot serve this make() call, or None."""
+    if backend not in _NATIVE_BACKENDS:
+        return (f"a native family steps all its envs in the pool's process (backend 'auto' or 'serial'), "
+                f"not backend={backend!r}")
+    unknown = sorted(set(options) - family_options(cls))
+    if unknown:
+        return f"it takes the options {sorted(family_options(cls))}, not {unknown}"
+    if info_keys:
+        return "a native family returns no info entries (info_keys)"
+    return None
+
+
+def _no_env_objects() -> gym.Env:
+    raise EnvPoolError("a native family has no single-env objects; make the pool with native=False for them")
+
+
+def _spec(name: str, cls: type[NativeEnv], num_envs: int, max_episode_steps: int | None,
+          options: dict[str, Any]) -> TaskSpec:
+    family = cls(num_envs, **options)
+    for what in ("observation", "action"):
+        space = getattr(family, f"single_{what}_space", None)
+        if not isinstance(space, _ARRAY_SPACES):
+            raise TypeError(f"{cls.__name__}.single_{what}_space must be one of "
+                            f"{[s.__name__ for s in _ARRAY_SPACES]} (one array row per env), got {space!r}")
+    limit = family.max_episode_steps if max_episode_steps is None else max_episode_steps
+    if limit is not None and limit <= 0:
+        raise ValueError(f"max_episode_steps must be positive, got {limit}")
+    return TaskSpec(
+        name=name,
+        env_fn=_no_env_objects,
+        # The pool seeds and hands out its spaces: copies, never the family's own objects.
+        observation_space=copy.deepcopy(family.single_observation_space),
+        action_space=copy.deepcopy(family.single_action_space),
+        max_episode_steps=limit,
+        metadata=dict(family.metadata),
+        native=family,
+    )
