@@ -87,6 +87,6 @@ def sac_defaults(env_id: str) -> SACTrainConfig:
     """CleanRL's and the SAC paper's settings (MuJoCo); smaller, faster ones measured here for Pendulum."""
     if env_id.startswith("Pendulum"):
         return SACTrainConfig(env=env_id, num_envs=4, total_timesteps=20_000,
-                              sac=SACConfig(learning_starts=1_000, q_lr=1e-3, policy_lr=1e-3),
+                              sac=SACConfig(learning_starts=1_000, q_lr=1e-3, policy_lr=1e-3, utd_ratio=0.5),
                               model=ContinuousModelConfig(hidden_sizes=(64, 64)))
     return SACTrainConfig(env=env_id, num_envs=1, total_timesteps=1_000_000, sac=SACConfig())

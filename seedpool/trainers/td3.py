@@ -89,6 +89,6 @@ def td3_defaults(env_id: str) -> TD3TrainConfig:
     """CleanRL's and the TD3 paper's settings (MuJoCo); smaller, faster ones measured here for Pendulum."""
     if env_id.startswith("Pendulum"):
         return TD3TrainConfig(env=env_id, num_envs=4, total_timesteps=30_000,
-                              td3=TD3Config(learning_starts=1_000, learning_rate=1e-3),
+                              td3=TD3Config(learning_starts=1_000, learning_rate=1e-3, utd_ratio=0.5),
                               model=ContinuousModelConfig(hidden_sizes=(64, 64)))
     return TD3TrainConfig(env=env_id, num_envs=1, total_timesteps=1_000_000, td3=TD3Config(learning_starts=25_000))

@@ -1,0 +1,102 @@
+"""`seedpool train sac|td3` end to end on tiny budgets: a run folder, resume (with the replay when
+saved, the temperature, targets and optimizers as they were), eval and plot of the saved policy."""
+import csv
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import seedpool.trainers.sac as sac_trainer
+import seedpool.trainers.td3 as td3_trainer
+from seedpool.cli import main, parse_command
+from seedpool.experiment import load_checkpoint
+from seedpool.experiment.evaluate import evaluate_run
+from seedpool.replay import REPLAY_FILE
+
+TINY = ["--env", "Pendulum-v1", "--seed", "3", "--progress", "off", "--no-tensorboard", "--backend", "serial",
+        "--num-envs", "2", "--model.hidden-sizes", "16", "16", "--env-options", "max_episode_steps", "50"]
+
+
+def _spy(monkeypatch, module, seen: list) -> None:
+    """Record the learner's state when `run_sync` starts (after any restore) and ends."""
+    real = module.run_sync
+
+    def spy(run, sampler, learner, *args, **kwargs):
+        seen.append({"start_version": learner.version, "start_replay": len(learner.replay),
+                     "start_env_steps": learner.env_steps, "start_model": _model(learner),
+                     "start_sampler": sampler.env_steps})
+        real(run, sampler, learner, *args, **kwargs)
+        seen[-1].update(end_version=learner.version, end_replay=len(learner.replay), run_dir=run.dir,
+                        end_model=_model(learner), end_step=run.step, learner=learner.learner)
+
+    monkeypatch.setattr(module, "run_sync", spy)
+
+
+def _model(learner) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in learner.model.parameters()]).clone()
+
+
+@pytest.mark.parametrize("algo, module, section", [("sac", sac_trainer, "sac"), ("td3", td3_trainer, "td3")])
+def test_save_replay_and_resume_continue_the_learner_and_its_replay(algo, module, section, tmp_path, monkeypatch):
+    seen: list = []
+    _spy(monkeypatch, module, seen)
+    args = [*TINY, "--runs-dir", str(tmp_path), f"--{section}.learning-starts", "50", f"--{section}.utd-ratio", "1",
+            f"--{section}.minibatch-size", "16", f"--{section}.buffer-size", "5000", "--save-replay"]
+    assert main(["train", algo, *args, "--total-timesteps", "150"]) == 0
+    first = seen[0]
+    run_dir = first["run_dir"]
+    # Each env's step after its first episode's end (at 50) is a reset step, which stores no row.
+    assert (run_dir / REPLAY_FILE).exists() and first["end_replay"] == 150 - 2
+    ckpt = load_checkpoint(run_dir / "checkpoint.pt", algo)
+    assert set(ckpt["optimizer"]) >= {"critic", "actor"}
+    # utd 1: a critic step per env step from the round (of 2 envs) that brings the replay to 50 rows
+    assert first["end_version"] == 150 - 48
+    if algo == "sac":
+        saved_alpha = float(ckpt["learner"]["log_alpha"])
+        assert saved_alpha != pytest.approx(np.log(0.2))  # the temperature was tuned
+    assert main(["train", algo, "--resume", str(run_dir), "--total-timesteps", "200"]) == 0
+    resumed = seen[1]
+    assert resumed["run_dir"] == run_dir
+    assert resumed["start_replay"] == 148 and resumed["start_version"] == first["end_version"]
+    assert resumed["start_sampler"] == 150 and resumed["start_env_steps"] == 150
+    assert torch.equal(resumed["start_model"], first["end_model"])
+    assert resumed["end_version"] == first["end_version"] + 50 and resumed["end_replay"] == 198
+    if algo == "sac":
+        assert float(resumed["learner"].alpha.log()) != saved_alpha  # restored, then tuned on
+    result = evaluate_run(run_dir, episodes=2, num_envs=2, backend="serial")
+    assert len(result.returns) == 2 and all(-1000 < r <= 0 for r in result.returns)
+    assert set(result.lengths) == {50}
+    assert main(["plot", str(run_dir)]) == 0 and (run_dir / "curves.png").exists()
+
+
+def test_a_resume_without_a_saved_replay_refills_it_before_learning(tmp_path, monkeypatch):
+    seen: list = []
+    _spy(monkeypatch, sac_trainer, seen)
+    args = [*TINY, "--runs-dir", str(tmp_path), "--sac.learning-starts", "50", "--sac.minibatch-size", "16",
+            "--sac.utd-ratio", "1"]
+    assert main(["train", "sac", *args, "--total-timesteps", "100"]) == 0
+    assert not (seen[0]["run_dir"] / REPLAY_FILE).exists()
+    assert main(["train", "sac", "--resume", str(seen[0]["run_dir"]), "--total-timesteps", "200"]) == 0
+    resumed = seen[1]
+    assert resumed["start_replay"] == 0 and resumed["end_replay"] == 100  # fresh episodes: no reset step
+    # Refilled up to learning_starts first, then one critic step per env step.
+    assert resumed["end_version"] - resumed["start_version"] == 100 - 48
+
+
+def test_ddpg_and_the_update_to_data_ratio_are_options(tmp_path, capsys):
+    cfg = parse_command(["train", "td3", "--env", "Pendulum-v1", "--td3.policy-noise", "0",
+                         "--td3.policy-frequency", "1", "--model.num-critics", "1", "--td3.utd-ratio", "2"])
+    assert (cfg.td3.policy_noise, cfg.td3.policy_frequency, cfg.model.num_critics, cfg.td3.utd_ratio) == (0, 1, 1, 2)
+    assert main(["train", "td3", *TINY, "--runs-dir", str(tmp_path), "--td3.learning-starts", "64",
+                 "--td3.minibatch-size", "16", "--td3.policy-noise", "0", "--td3.policy-frequency", "1",
+                 "--model.num-critics", "1", "--td3.utd-ratio", "2", "--total-timesteps", "128"]) == 0
+    run_dir = next(tmp_path.iterdir())
+    with open(run_dir / "metrics.csv") as f:
+        steps = [float(row["value"]) for row in csv.DictReader(f) if row["name"] == "charts/gradient_steps"]
+    # Two critic steps per env step from the round (of 2 envs) that brings the replay to 64 rows.
+    assert steps[-1] == 2 * (128 - 62)
+    capsys.readouterr()
+    assert main(["train", "sac", "--env", "Pendulum-v1", "--sac.utd-ratio", "0.25", "--dry-run"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["algo"] == "sac" and printed["config"]["sac"]["utd_ratio"] == 0.25
