@@ -2,6 +2,10 @@
 saved, the temperature, targets and optimizers as they were), eval and plot of the saved policy."""
 import csv
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,3 +104,24 @@ def test_ddpg_and_the_update_to_data_ratio_are_options(tmp_path, capsys):
     assert main(["train", "sac", "--env", "Pendulum-v1", "--sac.utd-ratio", "0.25", "--dry-run"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["algo"] == "sac" and printed["config"]["sac"]["utd_ratio"] == 0.25
+
+
+def test_sac_trains_on_a_mujoco_task(tmp_path):
+    pytest.importorskip("mujoco", reason="MuJoCo tasks need the mujoco extra: pip install 'seedpool[mujoco]'")
+    assert main(["train", "sac", "--env", "HalfCheetah-v5", "--total-timesteps", "120", "--sac.learning-starts", "60",
+                 "--sac.minibatch-size", "16", "--model.hidden-sizes", "16", "--progress", "off",
+                 "--no-tensorboard", "--runs-dir", str(tmp_path)]) == 0
+    ckpt = load_checkpoint(next(tmp_path.iterdir()) / "checkpoint.pt", "sac")
+    assert ckpt["learner"]["version"] == 120 - 59  # learning from the step that brought the replay to 60 rows
+    assert ckpt["model"]["scaler.scale"].shape == (6,)
+
+
+def test_a_missing_mujoco_is_reported_with_the_extra_to_install():
+    # A fresh interpreter in which mujoco cannot be imported, as on a machine without the extra.
+    code = ("import sys; sys.modules['mujoco'] = None\n"
+            "import seedpool\n"
+            "try:\n    seedpool.make('Hopper-v5', num_envs=1, backend='serial')\n"
+            "except ValueError as err:\n    print(err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert "needs the mujoco package: pip install 'seedpool[mujoco]'" in out.stdout, out.stdout + out.stderr
