@@ -191,3 +191,33 @@ def test_learner_state_round_trips_to_the_same_next_update(algo):
     mb, _ = b.update(_batch(seed=9))
     assert ma["losses/qf_loss"] == mb["losses/qf_loss"]
     assert torch.equal(_flat(a.model), _flat(b.model))
+
+
+def test_running_norm_matches_the_statistics_of_everything_it_saw():
+    from seedpool.models.normalize import RunningNorm
+
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(3.0, 2.0, size=(n, 3)) * [1, 10, 0.1] for n in (1, 7, 64, 5)]
+    norm = RunningNorm((3,))
+    for b in batches:
+        norm.update(b)
+    seen = np.concatenate(batches)
+    np.testing.assert_allclose(norm.mean.numpy(), seen.mean(0), rtol=1e-10)
+    np.testing.assert_allclose(norm.var.numpy(), seen.var(0), rtol=1e-10)
+    assert float(norm.count) == len(seen)
+    x = torch.as_tensor(seen[:4], dtype=torch.float32)
+    expected = (seen[:4] - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
+    np.testing.assert_allclose(norm(x).numpy(), expected, rtol=1e-4, atol=1e-5)
+    assert float(norm(torch.full((1, 3), 1e6)).max()) == 10.0  # clipped
+
+
+def test_agents_and_learners_read_normalised_observations():
+    torch.manual_seed(0)
+    agent = ContinuousAgent(OBS, ACT, ContinuousModelConfig(hidden_sizes=(16,), obs_norm=True), stochastic=False)
+    agent.observe(np.random.default_rng(0).normal(5.0, 3.0, size=(100, 3)))
+    obs = torch.full((2, 3), 5.0)
+    torch.testing.assert_close(agent.unit_action(obs), agent.actor(agent.obs_norm(obs)))
+    assert not torch.allclose(agent.unit_action(obs), agent.actor(obs))
+    plain = ContinuousAgent(OBS, ACT, ContinuousModelConfig(hidden_sizes=(16,)), stochastic=False)
+    plain.observe(np.ones((4, 3)))  # no normalisation: nothing to update
+    assert plain.obs_norm is None and torch.equal(plain.normalize(obs), obs)

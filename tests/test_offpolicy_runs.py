@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -18,6 +19,8 @@ from seedpool.experiment import load_checkpoint
 from seedpool.experiment.evaluate import evaluate_run
 from seedpool.replay import REPLAY_FILE
 
+OBS_SPACE = gym.spaces.Box(np.array([-1, -1, -8], np.float32), np.array([1, 1, 8], np.float32))  # Pendulum's
+ACTION_SPACE = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
 TINY = ["--env", "Pendulum-v1", "--seed", "3", "--progress", "off", "--no-tensorboard", "--backend", "serial",
         "--num-envs", "2", "--model.hidden-sizes", "16", "16", "--env-options", "max_episode_steps", "50"]
 
@@ -125,3 +128,36 @@ def test_a_missing_mujoco_is_reported_with_the_extra_to_install():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert "needs the mujoco package: pip install 'seedpool[mujoco]'" in out.stdout, out.stdout + out.stderr
+
+
+def test_observation_statistics_go_through_checkpoint_resume_and_eval(tmp_path, monkeypatch):
+    from seedpool.experiment.evaluate import load_run_policy
+
+    seen: list = []
+    real = td3_trainer.run_sync
+
+    def spy(run, sampler, learner, *args, **kwargs):
+        norm = learner.model.obs_norm
+        seen.append({"start": (norm.count.item(), norm.mean.clone())})
+        real(run, sampler, learner, *args, **kwargs)
+        seen[-1].update(end=(norm.count.item(), norm.mean.clone()), run_dir=run.dir)
+
+    monkeypatch.setattr(td3_trainer, "run_sync", spy)
+    args = [*TINY, "--runs-dir", str(tmp_path), "--td3.learning-starts", "40", "--td3.minibatch-size", "16",
+            "--model.obs-norm"]
+    assert main(["train", "td3", *args, "--total-timesteps", "80"]) == 0
+    first = seen[0]
+    assert first["start"][0] == 0
+    assert first["end"][0] == 2 + 80  # the two reset observations and every one of the 80 env steps
+    ckpt = load_checkpoint(first["run_dir"] / "checkpoint.pt", "td3")
+    assert ckpt["model"]["obs_norm.count"].item() == 82
+    torch.testing.assert_close(ckpt["model"]["obs_norm.mean"], first["end"][1])
+    assert main(["train", "td3", "--resume", str(first["run_dir"]), "--total-timesteps", "120"]) == 0
+    resumed = seen[1]
+    assert resumed["start"][0] == 82 + 2  # continued from the checkpoint, plus the fresh reset
+    spaces = (OBS_SPACE, ACTION_SPACE)
+    policy = load_run_policy(first["run_dir"], spaces)
+    torch.testing.assert_close(policy.obs_norm.mean, resumed["end"][1])
+    obs = torch.tensor([[1.0, 0.0, 0.5]])
+    expected = policy.scaler.to_env(policy.actor(policy.obs_norm(obs)))
+    torch.testing.assert_close(policy.act(obs, deterministic=True)[0], expected)

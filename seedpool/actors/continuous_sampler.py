@@ -5,7 +5,8 @@ per `collect` and returns them as :class:`~seedpool.records.Unrolls` for a
 `ReplayLearner`. The policy chooses *unit* actions in ``[-1, 1]^A`` (what the replay
 stores and the critics read); the envs get them rescaled to their Box bounds. Until
 ``random_steps`` env steps have been taken the actions are uniform in the unit box (the
-usual warm-up of SAC and TD3, drawn from the sampler's own generator).
+usual warm-up of SAC and TD3, drawn from the sampler's own generator). ``observe``, if
+given, sees every observation the envs return (the agent's running normalisation).
 """
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ class ContinuousSampler:
 
     def __init__(self, pool, policy: UnitPolicy, num_steps: int, random_steps: int = 0,
                  device: str | torch.device = "cpu", timer: PhaseTimer | None = None, seed: int = 0,
-                 precision: Precision = "fp32") -> None:
+                 precision: Precision = "fp32", observe: Callable[[np.ndarray], None] | None = None) -> None:
         self.scaler = BoxScaler(pool.single_action_space)  # refuses unbounded or non-Box actions
         self.pool, self.policy, self.T, self.device = pool, policy, num_steps, torch.device(device)
         self.random_steps, self.precision = random_steps, precision
+        self.observe = observe  # sees every observation the envs return (running normalisation)
         self.B = pool.num_envs
         self.action_dim = int(pool.single_action_space.shape[0])
         space = pool.single_action_space
@@ -54,6 +56,8 @@ class ContinuousSampler:
         t0 = time.perf_counter()
         self.next_obs, _ = self.pool.reset()
         self.next_valid[:] = True
+        if self.observe is not None:
+            self.observe(self.next_obs)
         self.timer.add("env", time.perf_counter() - t0)
 
     def state_dict(self) -> dict:
@@ -102,6 +106,8 @@ class ContinuousSampler:
             t1 = time.perf_counter()
             obs, rew, term, trunc, info = self.pool.step(self.to_env(a))
             t2 = time.perf_counter()
+            if self.observe is not None:
+                self.observe(obs)
             actions[t], rewards[t], terminated[t], truncated[t] = a, rew, term, trunc
             self.env_steps += B
             self.next_valid = ~(term | trunc)

@@ -93,6 +93,7 @@ class SACLearner(GradientLearner):
         """One critic step on a replay minibatch (and the actor's turn when due); raises
         NonFiniteLossError before touching the parameters of the network whose loss went bad."""
         data = batch_tensors(batch, self.device)
+        data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
         agent = self.model
         with self.gradient.autocast():
             y = squashed_target(agent, self.target.net, data, self.alpha)

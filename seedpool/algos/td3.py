@@ -87,6 +87,7 @@ class TD3Learner(GradientLearner):
         """One critic step on a replay minibatch; every ``policy_frequency`` steps an actor step and the
         Polyak update of both targets. Raises NonFiniteLossError before a bad step."""
         data = batch_tensors(batch, self.device)
+        data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
         agent, cfg = self.model, self.cfg
         with self.gradient.autocast():
             with torch.no_grad():

@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seedpool.models.normalize import RunningNorm
+
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 """The squashed Gaussian's log std range (CleanRL's and SB3's bounds: wide enough to explore,
 narrow enough that tanh's log-det stays finite)."""
@@ -41,6 +43,8 @@ class ContinuousModelConfig:
     """Activation after each hidden layer."""
     num_critics: int = 2
     """Q networks: 2 (twin critics, the minimum is the target: SAC, TD3) or 1 (DDPG)."""
+    obs_norm: bool = False
+    """Standardise observations by running mean/std (acting updates them; saved in checkpoints, used by eval)."""
 
 
 def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str = "relu") -> nn.Sequential:
@@ -169,7 +173,11 @@ class TwinQ(nn.Module):
 
 
 class ContinuousAgent(nn.Module):
-    """What a SAC/TD3/DDPG checkpoint's ``model`` holds: ``actor``, ``critic`` and the action ``scaler``."""
+    """What a SAC/TD3/DDPG checkpoint's ``model`` holds: ``actor``, ``critic``, the action ``scaler``
+    and, with ``obs_norm``, the observation statistics (``normalize``; acting feeds them via `observe`).
+
+    The actor and critics read normalised observations: learners pass replay observations
+    through `normalize` first (the replay keeps raw ones)."""
 
     def __init__(self, obs_space: gym.Space, action_space: gym.Space, cfg: ContinuousModelConfig,
                  stochastic: bool) -> None:
@@ -183,10 +191,22 @@ class ContinuousAgent(nn.Module):
         self.actor = actor_cls(obs_dim, action_dim, hidden, cfg.activation)
         self.critic = TwinQ(obs_dim + action_dim, hidden, cfg.num_critics, cfg.activation)
         self.stochastic = stochastic
+        self.obs_norm = RunningNorm(tuple(obs_space.shape)) if cfg.obs_norm else None
+
+    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        """Observations as the networks read them (standardised with ``obs_norm``, else as they are)."""
+        return obs if self.obs_norm is None else self.obs_norm(obs)
+
+    def observe(self, obs: np.ndarray) -> None:
+        """Acting's new observations ``[B, ...]``: they update the running statistics, if any."""
+        if self.obs_norm is not None:
+            self.obs_norm.update(obs)
 
     def unit_action(self, obs: torch.Tensor, deterministic: bool = False,
                     generator: torch.Generator | None = None) -> torch.Tensor:
-        """The policy's unit actions ``[B, A]`` (a deterministic actor's are its own; exploration noise is acting's)."""
+        """The policy's unit actions ``[B, A]`` for raw observations (a deterministic actor's are its
+        own; exploration noise is acting's)."""
+        obs = self.normalize(obs)
         if self.stochastic:
             return self.actor.sample(obs, deterministic, generator)[0]
         return self.actor(obs)

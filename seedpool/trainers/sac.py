@@ -55,7 +55,7 @@ def train_sac(cfg: SACTrainConfig) -> RunResult:
             minibatch_size=s.minibatch_size, learning_starts=s.learning_starts, total_steps=cfg.total_timesteps)
         with Run.open(cfg, "sac", cfg, ckpt) as run:
             sampler = ContinuousSampler(pool, lambda obs, g: agent.unit_action(obs, generator=g), s.train_frequency,
-                                        s.learning_starts, device, run.timer, cfg.seed, precision)
+                                        s.learning_starts, device, run.timer, cfg.seed, precision, agent.observe)
             run.note(f"{pool!r}, replay {s.buffer_size:,}, SAC on {device} ({precision}), {s.utd_ratio:g} updates/step")
             if ckpt is not None:
                 restore(run.dir, ckpt, learner, sampler)

@@ -55,9 +55,9 @@ def train_td3(cfg: TD3TrainConfig) -> RunResult:
             NStepWriter(replay, s.n_step, s.gamma), replay_ratio=s.utd_ratio * s.minibatch_size,
             minibatch_size=s.minibatch_size, learning_starts=s.learning_starts, total_steps=cfg.total_timesteps)
         with Run.open(cfg, "td3", cfg, ckpt) as run:
-            explore = lambda obs, g: exploration_actions(agent.actor(obs), s.exploration_noise, g)  # noqa: E731
+            explore = lambda obs, g: exploration_actions(agent.unit_action(obs), s.exploration_noise, g)  # noqa: E731
             sampler = ContinuousSampler(pool, explore, s.train_frequency, s.learning_starts, device, run.timer,
-                                        cfg.seed, precision)
+                                        cfg.seed, precision, agent.observe)
             run.note(f"{pool!r}, replay {s.buffer_size:,}, TD3 on {device} ({precision}), {s.utd_ratio:g} updates/step")
             if ckpt is not None:
                 restore(run.dir, ckpt, learner, sampler)
