@@ -161,3 +161,17 @@ def test_observation_statistics_go_through_checkpoint_resume_and_eval(tmp_path, 
     obs = torch.tensor([[1.0, 0.0, 0.5]])
     expected = policy.scaler.to_env(policy.actor(policy.obs_norm(obs)))
     torch.testing.assert_close(policy.act(obs, deterministic=True)[0], expected)
+
+
+def test_mujoco_ids_get_the_papers_defaults():
+    from seedpool.envs.registry import is_mujoco
+
+    assert is_mujoco("HalfCheetah-v5") and is_mujoco("Humanoid-v5")
+    assert not any(is_mujoco(task) for task in ("Pendulum-v1", "Pong-v5", "MinAtar/Breakout-v1", "NoSuchTask-v0"))
+    ppo = parse_command(["train", "ppo", "--env", "HalfCheetah-v5"])
+    assert (ppo.num_envs, ppo.ppo.num_steps, ppo.ppo.num_minibatches, ppo.ppo.update_epochs) == (1, 2048, 32, 10)
+    assert ppo.ppo.learning_rate == 3e-4 and ppo.total_timesteps == 1_000_000
+    sac = parse_command(["train", "sac", "--env", "Hopper-v5"])
+    td3 = parse_command(["train", "td3", "--env", "Hopper-v5"])
+    assert sac.model.hidden_sizes == td3.model.hidden_sizes == (256, 256)
+    assert (sac.sac.learning_starts, td3.td3.learning_starts) == (5_000, 25_000)

@@ -86,7 +86,8 @@ def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler: Continuo
 
 
 def td3_defaults(env_id: str) -> TD3TrainConfig:
-    """CleanRL's and the TD3 paper's settings (MuJoCo); smaller, faster ones measured here for Pendulum."""
+    """CleanRL's and the TD3 paper's settings (MuJoCo); smaller, faster ones measured here for
+    Pendulum. The MuJoCo settings are the papers'; their learning curves here are not measured yet."""
     if env_id.startswith("Pendulum"):
         return TD3TrainConfig(env=env_id, num_envs=4, total_timesteps=30_000,
                               td3=TD3Config(learning_starts=1_000, learning_rate=1e-3, utd_ratio=0.5),
