@@ -1,5 +1,6 @@
 """SAC, TD3 and DDPG: the squashed Gaussian, action rescaling, target smoothing, delayed actor
 updates, the temperature's direction, and what a checkpoint carries through a resume."""
+import copy
 import io
 import math
 
@@ -221,3 +222,23 @@ def test_agents_and_learners_read_normalised_observations():
     plain = ContinuousAgent(OBS, ACT, ContinuousModelConfig(hidden_sizes=(16,)), stochastic=False)
     plain.observe(np.ones((4, 3)))  # no normalisation: nothing to update
     assert plain.obs_norm is None and torch.equal(plain.normalize(obs), obs)
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_a_nan_reward_is_refused_before_any_parameter_changes(algo):
+    from seedpool.algos.gradient import NonFiniteLossError
+
+    torch.manual_seed(0)
+    if algo == "sac":
+        learner = SACLearner(ContinuousAgent(OBS, ACT, SMALL, stochastic=True), SACConfig(), 2)
+    else:
+        learner = TD3Learner(ContinuousAgent(OBS, ACT, SMALL, stochastic=False), TD3Config(policy_frequency=1))
+    learner.update(_batch(seed=0))
+    before = _flat(learner.model)
+    optimizer = copy.deepcopy(learner.optimizer.state_dict())
+    batch = _batch(seed=1)
+    batch["reward"][3] = np.nan
+    with pytest.raises(NonFiniteLossError, match="critic"):
+        learner.update(batch)
+    assert torch.equal(_flat(learner.model), before) and learner.version == 1
+    torch.testing.assert_close(learner.optimizer.state_dict(), optimizer)
