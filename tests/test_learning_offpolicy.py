@@ -15,8 +15,9 @@ from seedpool.trainers.td3 import td3_defaults, train_td3
 pytestmark = pytest.mark.slow
 
 
-# Their own timeout: ~400 s each were seen on this 2-core machine with other jobs beside them
-# (load average 5-10, 2026-11-25); the suite's 300 s is for a quiet machine.
+# Their own timeout: 240-470 s each were seen on this 2-core machine with other jobs beside them
+# (load average 8-11), and 145 s for SAC at load average 3-4 (2026-11-25); the suite's 300 s is
+# for a quiet machine.
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("algo, defaults, train, budget", [
     ("sac", sac_defaults, train_sac, 20_000),
