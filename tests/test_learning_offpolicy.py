@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 
 # Their own timeout: 240-470 s each were seen on this 2-core machine with other jobs beside them
-# (load average 8-11), and 145 s for SAC at load average 3-4 (2026-11-25); the suite's 300 s is
+# (load average 8-11), and 145 s for SAC, 144 s for TD3 at load average 3-4 (2026-11-25); the suite's 300 s is
 # for a quiet machine.
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("algo, defaults, train, budget", [
