@@ -54,6 +54,10 @@ TRAINERS: dict[str, Trainer] = {
     "apex": Trainer("seedpool.trainers.apex:ApexTrainConfig", "seedpool.trainers.apex:apex_defaults",
                     "seedpool.trainers.apex:train_apex", "seedpool.trainers.apex:upgrade_config",
                     "seedpool.trainers.apex:RENAMED"),
+    "sac": Trainer("seedpool.trainers.sac:SACTrainConfig", "seedpool.trainers.sac:sac_defaults",
+                   "seedpool.trainers.sac:train_sac"),
+    "td3": Trainer("seedpool.trainers.td3:TD3TrainConfig", "seedpool.trainers.td3:td3_defaults",
+                   "seedpool.trainers.td3:train_td3"),
 }
 
 EXIT_BAD_INPUT = 2

@@ -7,7 +7,7 @@ learned per env step) asks for, and feeds the learner's new priorities back. Lea
 is paced by experience, not by the clock: if the learner falls behind, the runner's queue
 fills and acting waits, so the ratio holds on any machine.
 
-The learner behind it is any `MinibatchLearner` (DQN today; SAC, TD3 and R2D2 next): this
+The learner behind it is any `MinibatchLearner` (DQN, SAC and TD3 today; R2D2 next): this
 loop owns what is not the loss, namely sampling, the importance-sampling exponent's schedule
 (``beta0`` -> 1 over the run) and the priority update; the learner only learns from the
 minibatch it is given and says what the rows' priorities are now.

@@ -93,3 +93,12 @@ def is_atari(task_id: str) -> bool:
     """Ids that seedpool builds as Atari (Pong-v5, ...) or gymnasium's ALE/ ids."""
     family = find(task_id)
     return task_id.startswith("ALE/") or (family is not None and family.name == "atari")
+
+
+def is_mujoco(task_id: str) -> bool:
+    """Gymnasium's MuJoCo tasks (HalfCheetah-v5, Hopper-v5, Ant-v5, ...): registered without mujoco installed."""
+    import gymnasium as gym
+
+    spec = gym.registry.get(task_id)
+    entry = spec.entry_point if spec is not None else None
+    return isinstance(entry, str) and entry.startswith("gymnasium.envs.mujoco")

@@ -159,6 +159,10 @@ def _gym_factory(task_id: str, options: dict[str, Any]) -> EnvFn:
 
 
 def _unknown_id(task_id: str, err: Exception) -> ValueError:
+    if isinstance(err, gym.error.DependencyNotInstalled) and "mujoco" in str(err).lower():
+        # Gymnasium's MuJoCo tasks (HalfCheetah-v5, ...) are registered without the package installed.
+        return ValueError(f"{task_id} is one of Gymnasium's MuJoCo tasks and needs the mujoco package: "
+                          f"pip install 'seedpool[mujoco]' ({err})")
     known = registry.registered_ids() + list(gym.registry.keys())
     close = difflib.get_close_matches(task_id, known, n=3)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""

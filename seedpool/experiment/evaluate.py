@@ -1,9 +1,9 @@
 """Evaluate a run's saved policy: returns over N episodes, and an optional video of one.
 
-Works for any algorithm whose checkpoint holds ``model`` (an :class:`ActorCritic` state, or
-a Q network's for the value-based algorithms) and whose config.json holds ``env``,
-``env_options`` and ``model`` (a ModelConfig, or a QModelConfig). Value-based agents are
-evaluated greedily.
+Works for any algorithm whose checkpoint holds ``model`` (an :class:`ActorCritic` state, a Q
+network's for the value-based algorithms, a `ContinuousAgent`'s for SAC and TD3) and whose
+config.json holds ``env``, ``env_options`` and ``model`` (a ModelConfig, a QModelConfig or a
+ContinuousModelConfig). Value-based agents are evaluated greedily.
 """
 from __future__ import annotations
 
@@ -19,9 +19,12 @@ from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.config import config_from_dict
 from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
 from seedpool.models import ActorCritic, ModelConfig, QModelConfig, make_policy, make_q_network
+from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 
 # Algorithms whose checkpoint's model is a Q network (acting greedily on it).
 VALUE_BASED = {"dqn", "apex"}
+# Off-policy continuous algorithms -> whether their actor is stochastic (a squashed Gaussian).
+CONTINUOUS_OFF_POLICY = {"sac": True, "td3": False}
 
 # Training-only task options that would distort an evaluation of the real task.
 _TRAINING_ONLY = {"episodic_life": False, "reward_clip": False}
@@ -52,6 +55,9 @@ def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> ActorCritic:
         raise RunDirError(f"{run_dir}: the '{algo}' checkpoint has no policy network to evaluate")
     if algo in VALUE_BASED:
         policy = GreedyPolicy(make_q_network(*spaces, config_from_dict(QModelConfig, cfg["model"]))).to(device)
+    elif algo in CONTINUOUS_OFF_POLICY:
+        model_cfg = config_from_dict(ContinuousModelConfig, cfg["model"])
+        policy = ContinuousAgent(*spaces, model_cfg, stochastic=CONTINUOUS_OFF_POLICY[algo]).to(device)
     else:
         policy = make_policy(*spaces, config_from_dict(ModelConfig, cfg["model"])).to(device)
     try:

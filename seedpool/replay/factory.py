@@ -1,7 +1,7 @@
 """The replay an agent needs, built from its environment's observation and action spaces.
 
-One factory for every family that learns from transitions (DQN and Ape-X today; SAC and
-TD3 next): a row is ``obs, action, reward, discount, next_obs``, the layout `NStepWriter`
+One factory for every family that learns from transitions (DQN, Ape-X, SAC
+and TD3): a row is ``obs, action, reward, discount, next_obs``, the layout `NStepWriter`
 writes, and each space maps to the fields that hold it:
 
 =================  ==========================================================

@@ -7,7 +7,7 @@ from typing import Literal
 import seedpool
 from seedpool.actors.sampler import make_sampler
 from seedpool.algos.ppo import PPOConfig, PPOLearner
-from seedpool.envs.registry import is_atari
+from seedpool.envs.registry import is_atari, is_mujoco
 from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
@@ -108,6 +108,12 @@ def ppo_defaults(env_id: str) -> PPOTrainConfig:
         ppo = PPOConfig(num_steps=256, num_minibatches=16, update_epochs=10, learning_rate=1e-3,
                         gamma=0.9, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0, reward_scale=0.1)
         return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=100_000, ppo=ppo)
+    if is_mujoco(env_id):
+        # The PPO paper's MuJoCo settings (Schulman et al. 2017, table 3), one env, 1M steps. Not yet
+        # measured here: CleanRL adds observation and reward normalisation, which PPO lacks so far.
+        ppo = PPOConfig(num_steps=2048, num_minibatches=32, update_epochs=10, learning_rate=3e-4,
+                        gamma=0.99, gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0)
+        return PPOTrainConfig(env=env_id, num_envs=1, total_timesteps=1_000_000, ppo=ppo)
     # Anything else: CleanRL's classic-control settings.
     ppo = PPOConfig(num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
                     ent_coef=0.01, gamma=0.99, gae_lambda=0.95)

@@ -1,0 +1,156 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018, with the automatic temperature of the second paper).
+
+Twin critics trained toward ``r + gamma * (min_k Q'_k(s', a') - alpha * log pi(a'|s'))`` with
+``a' ~ pi(.|s')``; the policy (a squashed Gaussian, `seedpool.models.continuous`) minimises
+``alpha * log pi(a|s) - min_k Q_k(s, a)``; the temperature ``alpha = exp(log_alpha)`` is
+tuned so that the policy's entropy stays near ``target_entropy`` (``-A`` by default, A the
+action dimension): it grows when the entropy falls below the target and shrinks above it.
+Log-probabilities are those of unit actions, so the target means the same on every task.
+
+:class:`SACLearner` is a `MinibatchLearner`: ``update(batch)`` takes one critic step and,
+every ``policy_frequency`` of them, as many actor (and temperature) steps, as CleanRL does;
+the critics' targets follow by Polyak averaging.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import torch
+
+from seedpool.algos.gradient import GradientStep, Precision
+from seedpool.algos.learner import GradientLearner
+from seedpool.algos.offpolicy import (
+    OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
+)
+from seedpool.algos.replay_learner import ReplayUpdate
+from seedpool.models.continuous import ContinuousAgent
+from seedpool.models.flat import flatten_parameters
+
+
+@dataclass
+class SACConfig(OffPolicyConfig):
+    """SAC's hyperparameters (CleanRL's names and defaults, SB3's delay-free actor by default)."""
+
+    policy_lr: float = 3e-4
+    """Adam learning rate of the actor (and of the temperature)."""
+    q_lr: float = 1e-3
+    """Adam learning rate of the critics."""
+    policy_frequency: int = 1
+    """Critic steps per round of actor steps; each round takes this many actor steps, so the
+    actor keeps the critics' pace (CleanRL's 2; SB3's 1)."""
+    alpha: float = 0.2
+    """Entropy temperature: the initial value with autotune, the fixed one without."""
+    autotune: bool = True
+    """Tune alpha toward the target entropy."""
+    target_entropy: float | None = None
+    """Entropy the temperature aims at, in nats of unit actions; None: minus the action dimension."""
+
+
+def squashed_target(agent: ContinuousAgent, target_critic: torch.nn.Module, batch: Mapping[str, torch.Tensor],
+                    alpha: torch.Tensor) -> torch.Tensor:
+    """SAC's soft TD target ``r + discount * (min_k Q'_k(s', a') - alpha log pi(a'|s'))``, a' ~ pi."""
+    with torch.no_grad():
+        next_action, next_logp = agent.actor.sample(batch["next_obs"])
+        next_q = target_critic(batch["next_obs"], next_action).min(dim=0).values
+        return td_target(batch["reward"], batch["discount"], next_q - alpha * next_logp)
+
+
+class SACLearner(GradientLearner):
+    """SAC as a `MinibatchLearner` (see the module docstring); priorities are left to the replay (None)."""
+
+    def __init__(self, agent: ContinuousAgent, cfg: SACConfig, action_dim: int, total_steps: int | None = None,
+                 device: str | torch.device = "cpu", precision: Precision = "fp32") -> None:
+        check_config(cfg)
+        if not agent.stochastic:
+            raise ValueError("SAC needs a squashed-Gaussian actor: build the agent with stochastic=True")
+        self.device = torch.device(device)
+        agent = agent.to(self.device)
+        fused = self.device.type in ("cpu", "cuda")
+        # One flat tensor per network: Adam and the Polyak update are one op each.
+        critic_params = flatten_parameters(agent.critic)
+        actor_params = flatten_parameters(agent.actor)
+        self.target = PolyakTarget(agent.critic, critic_params)
+        critic_opt = torch.optim.Adam([critic_params], lr=cfg.q_lr, fused=fused)
+        super().__init__(agent, critic_opt, total_steps, name="SAC critic", max_grad_norm=cfg.max_grad_norm,
+                         precision=precision)
+        self.actor_optimizer = torch.optim.Adam([actor_params], lr=cfg.policy_lr, fused=fused)
+        self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "SAC actor", precision)
+        self.log_alpha = torch.tensor(math.log(cfg.alpha), device=self.device, requires_grad=cfg.autotune)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.policy_lr)
+        self.alpha_step = GradientStep(self.alpha_optimizer, None, "SAC temperature", precision)
+        self.target_entropy = -float(action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
+        self.cfg = cfg
+        self._actor_metrics: dict[str, float] = {}
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        """The entropy temperature now (no gradient)."""
+        return self.log_alpha.detach().exp()
+
+    def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> ReplayUpdate:
+        """One critic step on a replay minibatch (and the actor's turn when due); raises
+        NonFiniteLossError before touching the parameters of the network whose loss went bad."""
+        data = batch_tensors(batch, self.device)
+        data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
+        agent = self.model
+        with self.gradient.autocast():
+            y = squashed_target(agent, self.target.net, data, self.alpha)
+            q = agent.critic(data["obs"], data["action"])
+            loss = critic_loss(q, y, data.get("weights"))
+        grad_norm = self.gradient(loss, self.version)
+        self._advance(env_steps)
+        if self.version % self.cfg.policy_frequency == 0:
+            for _ in range(self.cfg.policy_frequency):
+                self._actor_metrics = self.actor_update(data)
+        if self.version % self.cfg.target_network_frequency == 0:
+            self.target.update(self.cfg.tau)
+        metrics = {
+            "losses/qf_loss": float(loss.detach()), "losses/qf_values": float(q.detach().mean()),
+            "losses/qf_grad_norm": float(grad_norm), **self._actor_metrics,
+            **merged_profile(self.gradient.profile(), self.actor_step.profile(), self.alpha_step.profile()),
+        }
+        return ReplayUpdate(metrics, None)
+
+    def actor_update(self, data: Mapping[str, torch.Tensor]) -> dict[str, float]:
+        """One actor step (and one temperature step with autotune) on these observations."""
+        agent = self.model
+        alpha = self.alpha
+        with self.actor_step.autocast(), frozen(agent.critic):
+            action, logp = agent.actor.sample(data["obs"])
+            q = agent.critic(data["obs"], action).min(dim=0).values
+            actor_loss = (alpha * logp - q).mean()
+        self.actor_step(actor_loss, self.version)
+        metrics = {"losses/actor_loss": float(actor_loss.detach()), "losses/alpha": float(alpha),
+                   "losses/entropy": float(-logp.detach().mean())}
+        if self.cfg.autotune:
+            alpha_loss = self.temperature_loss(logp.detach())
+            self.alpha_step(alpha_loss, self.version)
+            metrics["losses/alpha_loss"] = float(alpha_loss.detach())
+        return metrics
+
+    def temperature_loss(self, logp: torch.Tensor) -> torch.Tensor:
+        """``-log_alpha * (log pi + target_entropy)``: its gradient raises alpha while the entropy
+        (``-log pi``) is below the target and lowers it above."""
+        return -(self.log_alpha * (logp + self.target_entropy)).mean()
+
+    def state_dict(self) -> dict:
+        """Agent (actor, critics), target critics, the three optimizers, temperature and counters."""
+        return {"model": self.model.state_dict(),
+                "optimizer": {"critic": self.optimizer.state_dict(), "actor": self.actor_optimizer.state_dict(),
+                              "alpha": self.alpha_optimizer.state_dict()},
+                "version": self.version, "steps_trained": self.steps_trained,
+                "target": self.target.net.state_dict(), "log_alpha": self.log_alpha.detach().clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"]["critic"])
+        self.actor_optimizer.load_state_dict(state["optimizer"]["actor"])
+        self.alpha_optimizer.load_state_dict(state["optimizer"]["alpha"])
+        self.target.net.load_state_dict(state["target"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.version = int(state["version"])
+        self.steps_trained = int(state["steps_trained"])

@@ -1,0 +1,136 @@
+"""TD3 (Fujimoto et al. 2018), and DDPG (Lillicrap et al. 2016) as its special case by options.
+
+Critics are trained toward ``r + gamma * min_k Q'_k(s', clip(mu'(s') + clip(eps, -c, c), -1, 1))``
+with ``eps ~ N(0, policy_noise^2)``: target policy smoothing. The actor (deterministic, unit
+actions) maximises ``Q_1(s, mu(s))`` once every ``policy_frequency`` critic steps (delayed
+policy updates), and the target actor and critics follow by Polyak averaging at that moment.
+Acting adds ``N(0, exploration_noise^2)`` to the actor's unit action (`exploration_actions`).
+
+DDPG is ``--td3.policy-noise 0 --td3.policy-frequency 1 --model.num-critics 1``: one critic,
+no smoothing, an actor step after every critic step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import torch
+
+from seedpool.algos.gradient import GradientStep, Precision
+from seedpool.algos.learner import GradientLearner
+from seedpool.algos.offpolicy import (
+    OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
+)
+from seedpool.algos.replay_learner import ReplayUpdate
+from seedpool.models.continuous import ContinuousAgent
+from seedpool.models.flat import flatten_parameters
+
+
+@dataclass
+class TD3Config(OffPolicyConfig):
+    """TD3's hyperparameters (CleanRL's names and defaults)."""
+
+    learning_rate: float = 3e-4
+    """Adam learning rate of the actor and the critics."""
+    policy_noise: float = 0.2
+    """Std of the target policy smoothing noise, in unit actions (0: none, as DDPG)."""
+    noise_clip: float = 0.5
+    """Smoothing noise is clipped to +-noise_clip."""
+    exploration_noise: float = 0.1
+    """Std of the Gaussian noise acting adds to the actor's unit action."""
+
+
+def smoothed_actions(target_actor: torch.nn.Module, next_obs: torch.Tensor, policy_noise: float,
+                     noise_clip: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The target actor's unit actions plus clipped Gaussian noise, clipped to [-1, 1] (no gradient)."""
+    with torch.no_grad():
+        action = target_actor(next_obs)
+        if policy_noise > 0:
+            noise = torch.randn(action.shape, generator=generator, device=action.device) * policy_noise
+            action = action + noise.clamp(-noise_clip, noise_clip)
+        return action.clamp(-1.0, 1.0)
+
+
+def exploration_actions(actions: torch.Tensor, noise: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Unit actions plus ``N(0, noise^2)``, clipped to [-1, 1] (TD3's and DDPG's acting)."""
+    if noise <= 0:
+        return actions
+    return (actions + noise * torch.randn(actions.shape, generator=generator, device=actions.device)).clamp(-1.0, 1.0)
+
+
+class TD3Learner(GradientLearner):
+    """TD3 (or DDPG) as a `MinibatchLearner`: one critic step per minibatch, the actor's when due."""
+
+    def __init__(self, agent: ContinuousAgent, cfg: TD3Config, total_steps: int | None = None,
+                 device: str | torch.device = "cpu", precision: Precision = "fp32") -> None:
+        check_config(cfg)
+        if agent.stochastic:
+            raise ValueError("TD3 and DDPG need a deterministic actor: build the agent with stochastic=False")
+        if cfg.policy_noise < 0 or cfg.noise_clip < 0:
+            raise ValueError(f"policy_noise and noise_clip must be >= 0, got {cfg.policy_noise}, {cfg.noise_clip}")
+        self.device = torch.device(device)
+        agent = agent.to(self.device)
+        fused = self.device.type in ("cpu", "cuda")
+        critic_params = flatten_parameters(agent.critic)
+        actor_params = flatten_parameters(agent.actor)
+        self.target_critic = PolyakTarget(agent.critic, critic_params)
+        self.target_actor = PolyakTarget(agent.actor, actor_params)
+        critic_opt = torch.optim.Adam([critic_params], lr=cfg.learning_rate, fused=fused)
+        super().__init__(agent, critic_opt, total_steps, name="TD3 critic", max_grad_norm=cfg.max_grad_norm,
+                         precision=precision)
+        self.actor_optimizer = torch.optim.Adam([actor_params], lr=cfg.learning_rate, fused=fused)
+        self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "TD3 actor", precision)
+        self.cfg = cfg
+        self._actor_metrics: dict[str, float] = {}
+
+    def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> ReplayUpdate:
+        """One critic step on a replay minibatch; every ``policy_frequency`` steps an actor step and the
+        Polyak update of both targets. Raises NonFiniteLossError before a bad step."""
+        data = batch_tensors(batch, self.device)
+        data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
+        agent, cfg = self.model, self.cfg
+        with self.gradient.autocast():
+            with torch.no_grad():
+                next_action = smoothed_actions(self.target_actor.net, data["next_obs"], cfg.policy_noise,
+                                               cfg.noise_clip)
+                next_q = self.target_critic.net(data["next_obs"], next_action).min(dim=0).values
+                y = td_target(data["reward"], data["discount"], next_q)
+            q = agent.critic(data["obs"], data["action"])
+            loss = critic_loss(q, y, data.get("weights"))
+        grad_norm = self.gradient(loss, self.version)
+        self._advance(env_steps)
+        if self.version % cfg.policy_frequency == 0:
+            self._actor_metrics = self.actor_update(data["obs"])
+        if self.version % (cfg.policy_frequency * cfg.target_network_frequency) == 0:
+            self.target_critic.update(cfg.tau)
+            self.target_actor.update(cfg.tau)
+        metrics = {"losses/qf_loss": float(loss.detach()), "losses/qf_values": float(q.detach().mean()),
+                   "losses/qf_grad_norm": float(grad_norm), **self._actor_metrics,
+                   **merged_profile(self.gradient.profile(), self.actor_step.profile())}
+        return ReplayUpdate(metrics, None)
+
+    def actor_update(self, obs: torch.Tensor) -> dict[str, float]:
+        """One deterministic policy-gradient step: maximise the first critic's value of the actor's action."""
+        agent = self.model
+        with self.actor_step.autocast(), frozen(agent.critic):
+            actor_loss = -agent.critic(obs, agent.actor(obs))[0].mean()
+        self.actor_step(actor_loss, self.version)
+        return {"losses/actor_loss": float(actor_loss.detach())}
+
+    def state_dict(self) -> dict:
+        """Agent, target actor and critics, both optimizers and counters."""
+        return {"model": self.model.state_dict(),
+                "optimizer": {"critic": self.optimizer.state_dict(), "actor": self.actor_optimizer.state_dict()},
+                "version": self.version, "steps_trained": self.steps_trained,
+                "target_critic": self.target_critic.net.state_dict(),
+                "target_actor": self.target_actor.net.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"]["critic"])
+        self.actor_optimizer.load_state_dict(state["optimizer"]["actor"])
+        self.target_critic.net.load_state_dict(state["target_critic"])
+        self.target_actor.net.load_state_dict(state["target_actor"])
+        self.version = int(state["version"])
+        self.steps_trained = int(state["steps_trained"])

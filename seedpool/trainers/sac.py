@@ -1,0 +1,93 @@
+"""`train_sac`: the engine's envs -> continuous sampler -> replay + SACLearner, driven by `run_sync`.
+
+The sync sampler steps every env ``train_frequency`` times per round (uniform actions for
+the first ``learning_starts`` env steps); the `ReplayLearner` writes the steps into the
+replay and takes ``utd_ratio`` gradient steps per env step; `run_sync` logs and checkpoints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import seedpool
+from seedpool.actors.continuous_sampler import ContinuousSampler
+from seedpool.algos.replay_learner import ReplayLearner
+from seedpool.algos.sac import SACConfig, SACLearner
+from seedpool.experiment import (
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
+)
+from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
+from seedpool.experiment.config import OptionValue
+from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
+from seedpool.models.precision import resolve_precision
+from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
+from seedpool.runners.sync import run_sync
+
+
+@dataclass
+class SACTrainConfig(RunConfig):
+    """`seedpool train sac`: run options, SAC hyperparameters and the actor/critic MLPs."""
+
+    sac: SACConfig = field(default_factory=SACConfig)
+    model: ContinuousModelConfig = field(default_factory=ContinuousModelConfig)
+    env_options: dict[str, OptionValue] = field(default_factory=dict)
+    """Task options for seedpool.make."""
+    save_replay: bool = False
+    """Also save the replay's contents next to each checkpoint (replay.npz), so a resumed run
+    continues with its experience; otherwise a resumed run refills it first."""
+
+
+def train_sac(cfg: SACTrainConfig) -> RunResult:
+    """Train SAC as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
+    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
+    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "sac") if cfg.resume else None
+    s = cfg.sac
+    pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend,
+                         seed=cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt), **cfg.env_options)
+    try:
+        obs_space, action_space = pool.single_observation_space, pool.single_action_space
+        agent = ContinuousAgent(obs_space, action_space, cfg.model, stochastic=True).to(device)
+        precision = resolve_precision(cfg.precision, device, agent)
+        replay = make_replay(obs_space, action_space, s.buffer_size, seed=cfg.seed)
+        learner = ReplayLearner(
+            SACLearner(agent, s, action_space.shape[0], cfg.total_timesteps, device, precision), replay,
+            NStepWriter(replay, s.n_step, s.gamma), replay_ratio=s.utd_ratio * s.minibatch_size,
+            minibatch_size=s.minibatch_size, learning_starts=s.learning_starts, total_steps=cfg.total_timesteps)
+        with Run.open(cfg, "sac", cfg, ckpt) as run:
+            sampler = ContinuousSampler(pool, lambda obs, g: agent.unit_action(obs, generator=g), s.train_frequency,
+                                        s.learning_starts, device, run.timer, cfg.seed, precision, agent.observe)
+            run.note(f"{pool!r}, replay {s.buffer_size:,}, SAC on {device} ({precision}), {s.utd_ratio:g} updates/step")
+            if ckpt is not None:
+                restore(run.dir, ckpt, learner, sampler)
+            run_sync(run, sampler, learner, cfg.total_timesteps,
+                     lambda: checkpoint_state(run.dir, learner, sampler, cfg.save_replay))
+    finally:
+        pool.close()
+    return finish_run(run, cfg.env, "sac")
+
+
+def checkpoint_state(run_dir: Path, learner: ReplayLearner, sampler: ContinuousSampler, save_replay: bool) -> dict:
+    """Checkpoint content (and, opted in, the replay beside it)."""
+    if save_replay:
+        save_replay_file(run_dir / REPLAY_FILE, learner.replay)
+    return trainer_state(learner.state_dict(), acting=sampler.state_dict(),
+                         replay=REPLAY_FILE if save_replay else None)
+
+
+def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler: ContinuousSampler) -> None:
+    """Load a checkpoint (and the saved replay, if any) into freshly built objects."""
+    restore_learner(ckpt, learner)
+    if ckpt["replay"] and (run_dir / ckpt["replay"]).exists():
+        load_replay_file(run_dir / ckpt["replay"], learner.replay)
+    sampler.load_state_dict(ckpt["acting"])
+    set_rng_state(ckpt["rng"])
+
+
+def sac_defaults(env_id: str) -> SACTrainConfig:
+    """CleanRL's and the SAC paper's settings (MuJoCo); smaller, faster ones measured here for
+    Pendulum. The MuJoCo settings are the papers'; their learning curves here are not measured yet."""
+    if env_id.startswith("Pendulum"):
+        return SACTrainConfig(env=env_id, num_envs=4, total_timesteps=20_000,
+                              sac=SACConfig(learning_starts=1_000, q_lr=1e-3, policy_lr=1e-3, utd_ratio=0.5),
+                              model=ContinuousModelConfig(hidden_sizes=(64, 64)))
+    return SACTrainConfig(env=env_id, num_envs=1, total_timesteps=1_000_000, sac=SACConfig())
