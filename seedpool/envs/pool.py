@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -377,6 +378,10 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
     def __len__(self) -> int:
         """The number of envs (EnvPool's `len(pool)`; Tianshou reads it)."""
         return self.num_envs
+
+    def seed(self, seed: Any = None) -> None:
+        """EnvPool's abandoned `seed()`: only warns, as EnvPool's does."""
+        warnings.warn("pool.seed() does nothing: pass seed= to make() or reset(seed=...)", UserWarning, stacklevel=2)
 
     def xla(self) -> Any:
         """EnvPool's JAX hook: not available, say what to use."""

@@ -3,11 +3,14 @@
 
 Loaded with `-p seedpool_envpool_routing` (this folder on `PYTHONPATH`): it installs the
 shim before the test modules run `import envpool`, so every `envpool.make_gym(...)` they
-call builds a seedpool pool. Nothing else is replaced. Tests of EnvPool's internals (its
+call builds a seedpool pool (on the backend `SEEDPOOL_PEER_BACKEND`, "serial" by default).
+Nothing else is replaced. Tests of EnvPool's internals (its
 C++ spec classes, its own toy envs) are skipped by name (SKIPS), one line of reason each.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -24,6 +27,11 @@ SKIPS: dict[str, str] = {
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve `import envpool` to seedpool before any test module imports it."""
     seedpool.install_as_envpool(quiet=True)
+    # Where the pools run: serial by default, as the gymnasium suite (the suite runs beside
+    # other jobs; process workers would measure the machine's load, not seedpool).
+    from seedpool.compat.envpool import registration
+
+    registration.BACKEND = os.environ.get("SEEDPOOL_PEER_BACKEND", "serial")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

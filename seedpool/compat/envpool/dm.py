@@ -1,8 +1,8 @@
 """`envpool.make_dm(...)`: a seedpool pool behind dm_env's `TimeStep` API (Acme-style code).
 
 The pool autoresets as EnvPool does (the step after an episode's last starts the next), so
-the TimeStep of that step is FIRST; `discount` is 0 where the episode terminated and 1
-elsewhere (truncation keeps it 1), as in EnvPool. `observation` is a named tuple: the env's
+the TimeStep of that step is FIRST; `discount` is the env's `info["discount"]` where it
+reports one (Atari, as EnvPool's), else 0 where the episode terminated and 1 elsewhere. `observation` is a named tuple: the env's
 observation under `obs`, then `env_id`, `players.env_id` and the pool's info entries.
 """
 
@@ -65,9 +65,20 @@ class DMPool(dm_env.Environment):
         """Step `env_id` (default all) with `action`, or with EnvPool's action dict
         ({"action": ..., "env_id": ..., "players.env_id": ...})."""
         if isinstance(action, dict):
+            self._check_raw(action)
             env_id = action.get("env_id", env_id)
             action = action["action"]
         self.pool.send(action, env_id)
+
+    def _check_raw(self, action: dict[str, Any]) -> None:
+        """EnvPool's action dict is its engine's raw layout: each array has the dtype of its
+        array spec exactly (EnvPool raises RuntimeError otherwise; no cast is guessed)."""
+        for key, spec in self.spec.action_array_spec.items():
+            if key in action and not isinstance(spec, (dict, tuple)):
+                got = np.asarray(action[key]).dtype
+                if got != spec.dtype:
+                    raise RuntimeError(f"action[{key!r}] must have dtype {spec.dtype} (EnvPool's raw "
+                                       f"action layout), got {got}; or pass the action array alone")
 
     def recv(self) -> dm_env.TimeStep:
         """The next batch of results as a TimeStep."""
@@ -117,7 +128,11 @@ class DMPool(dm_env.Environment):
         self._ended[ids] = ended
         step_type = np.where(first, dm_env.StepType.FIRST,
                              np.where(ended, dm_env.StepType.LAST, dm_env.StepType.MID)).astype(np.int32)
-        discount = (~np.asarray(term, np.bool_)).astype(np.float32)
+        # An env that reports EnvPool's discount (seedpool's Atari: 0 at any episode end, the
+        # time limit included) gives it; otherwise 0 where the episode terminated.
+        given = info.get("discount")
+        discount = (np.asarray(given, np.float32) if given is not None
+                    else (~np.asarray(term, np.bool_)).astype(np.float32))
         return dm_env.TimeStep(step_type, np.asarray(rew, np.float32), discount, self._observation(obs, info))
 
     def _observation(self, obs: Any, info: dict[str, Any]) -> Any:

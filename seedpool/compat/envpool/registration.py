@@ -10,6 +10,7 @@ a `ValueError` carrying seedpool's message. `seedpool.make` itself keeps its own
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -27,6 +28,9 @@ __all__ = ["EnvPoolArgumentError", "make", "make_gym", "make_gymnasium", "make_d
            "list_all_envs", "register"]
 
 DEFAULT_SEED = 42  # EnvPool's default; seedpool.make's is 0
+# seedpool.make's backend for pools made here (a `backend=` argument overrides it). "auto"
+# measures the task; the conformance suite sets "serial" to run beside other jobs.
+BACKEND = "auto"
 _INT32 = 2**31
 # EnvPool's rendering options: its pools render one env; seedpool's pools do not (render()
 # says what to use), and rendering never changes results, so they are accepted.
@@ -56,18 +60,19 @@ def make_gym(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
 def make_gymnasium(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
     """A seedpool pool of `task_id` (a seedpool id, a gymnasium id or one added by register)."""
     options = _options(kwargs)
+    options.setdefault("backend", BACKEND)
     try:
-        return seedpool.make(task_id, **options)
+        pool = seedpool.make(task_id, **options)
     except ValueError as err:
         raise EnvPoolArgumentError(str(err)) from err
+    pool.spec = EnvSpec.of_pool_spec(pool.spec)  # the pool is new: its spec may be replaced
+    return pool
 
 
 def make_dm(task_id: str, **kwargs: Any) -> DMEnvPool:
     """A pool with dm_env's TimeStep API (see seedpool/compat/envpool/dm.py)."""
     pool = make_gymnasium(task_id, **kwargs)
-    spec = EnvSpec(pool.spec.config, pool.single_observation_space, pool.single_action_space,
-                   pool.spec.reward_threshold)
-    return DMPool(pool, spec)
+    return DMPool(pool, pool.spec)
 
 
 def make_spec(task_id: str, **kwargs: Any) -> EnvSpec:
@@ -86,11 +91,10 @@ def make_spec(task_id: str, **kwargs: Any) -> EnvSpec:
         batch_size = engine.get("batch_size") or num_envs
         config = pool_config(task, num_envs, batch_size, "auto", engine.get("num_threads") or 0,
                              "next_step", {"seed": engine.get("seed"), **options})
-        pool_spec = PoolSpec.of(task, config)
+        return EnvSpec.of_pool_spec(PoolSpec.of(task, config))
     finally:
         if task.probe is not None:
             task.probe.close()
-    return EnvSpec(pool_spec.config, task.observation_space, task.action_space, pool_spec.reward_threshold)
 
 
 def list_all_envs() -> list[str]:
@@ -181,4 +185,4 @@ class AtariEnvSpec(EnvSpec):
         rom = options.pop("task", "pong")
         task_id = "".join(word.capitalize() for word in str(rom).split("_")) + "-v5"
         made = make_spec(task_id, **options)
-        super().__init__(made.config, made.observation_space, made.action_space, made.reward_threshold)
+        super().__init__(**{f.name: getattr(made, f.name) for f in fields(EnvSpec)})

@@ -2,17 +2,20 @@
 
 EnvPool's `EnvSpec` is its C++ spec object; scripts read `config` (a named tuple of every
 option), the gymnasium spaces, dm_env's `observation_spec()`/`action_spec()` and
-`reward_threshold`. This class holds the same, read off a seedpool task.
+`reward_threshold`. This class is seedpool's pool spec with the dm_env methods added.
 """
 
 from __future__ import annotations
 
 import collections
+from dataclasses import dataclass, fields
 from typing import Any
 
 import dm_env.specs as dm_specs
 import gymnasium as gym
 import numpy as np
+
+from seedpool.envs.envpool_api import PoolSpec
 
 # The ids EnvPool adds beside every observation and action (one env, one player).
 _ID = dm_specs.Array((), np.int32, name="env_id")
@@ -27,8 +30,8 @@ def dm_spec(space: gym.Space, name: str) -> Any:
             return dm_specs.DiscreteArray(int(space.n), dtype=np.int32, name=name)
         lo = int(space.start)
         return dm_specs.BoundedArray((), np.int32, lo, lo + int(space.n) - 1, name=name)
-    if isinstance(space, gym.spaces.Box):
-        return dm_specs.BoundedArray(space.shape, space.dtype, space.low, space.high, name=name)
+    if isinstance(space, gym.spaces.Box):  # uniform bounds as scalars, as EnvPool's specs
+        return dm_specs.BoundedArray(space.shape, space.dtype, _scalar(space.low), _scalar(space.high), name=name)
     if isinstance(space, gym.spaces.MultiBinary):
         return dm_specs.BoundedArray(space.shape, space.dtype, 0, 1, name=name)
     if isinstance(space, gym.spaces.MultiDiscrete):
@@ -42,19 +45,23 @@ def dm_spec(space: gym.Space, name: str) -> Any:
                     "use make_gymnasium for this task")
 
 
+def _scalar(bound: np.ndarray) -> Any:
+    flat = bound.reshape(-1)
+    return flat[0] if flat.size and (flat == flat[0]).all() else bound
+
+
 State = collections.namedtuple("State", ["obs", "env_id", "players"])
 
 
-class EnvSpec:
-    """A task's spec as EnvPool gives it: `config`, spaces, dm_env specs, `reward_threshold`."""
+@dataclass
+class EnvSpec(PoolSpec):
+    """A task's spec as EnvPool gives it: seedpool's pool spec (`id`, `config` as a named
+    tuple, the single env's spaces, `reward_threshold`) with dm_env's specs added."""
 
-    def __init__(self, config: Any, observation_space: gym.Space, action_space: gym.Space,
-                 reward_threshold: float | None = None):
-        """`config`: a named tuple of every option (as `pool.spec.config`)."""
-        self.config = config
-        self.observation_space = observation_space
-        self.action_space = action_space
-        self.reward_threshold = reward_threshold
+    @classmethod
+    def of_pool_spec(cls, spec: PoolSpec) -> EnvSpec:
+        """The same spec, with EnvPool's dm_env methods."""
+        return cls(**{f.name: getattr(spec, f.name) for f in fields(PoolSpec)})
 
     def observation_spec(self) -> State:
         """dm_env's observation spec: the env's observation under `obs`, with EnvPool's ids."""
@@ -69,5 +76,3 @@ class EnvSpec:
         """EnvPool's flat action layout: the ids and the action."""
         return {"env_id": _ID, "players.env_id": _ID, "action": self.action_spec()}
 
-    def __repr__(self) -> str:
-        return f"EnvSpec({self.config})"
