@@ -2,7 +2,7 @@
 
     python tests/peer/run.py gymnasium [--backend serial|thread|process] [--junit PATH]
     python tests/peer/run.py sb3 [--backend ...]
-    python tests/peer/run.py envpool [--backend ...]     # EnvPool's tests through install_as_envpool()
+    python tests/peer/run.py envpool [--backend ...] [--full]   # EnvPool's tests via install_as_envpool()
 
 Gymnasium's tests are read from `../shared/peer-suites/gymnasium` (beside the clone, as CI
 has it) or `$SEEDPOOL_PEER_SUITES/gymnasium`, EnvPool's likewise from `.../envpool`; SB3's are vendored in tests/peer/sb3. Prints
@@ -43,7 +43,8 @@ ENVPOOL_FILES = ["make_test.py", "atari/api_test.py", "classic_control/classic_c
                  "box2d/box2d_deterministic_test.py"]
 
 
-def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeout: float = 600) -> int:
+def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeout: float = 600,
+              full: bool = False) -> int:
     """Run the suite in a child pytest; junit XML and the routed-build list land at the paths given."""
     # The child's temporary files (SB3's default logger folders among them) go beside the junit
     # file, which the caller cleans up, not into the machine's /tmp.
@@ -55,6 +56,8 @@ def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeou
                PYTHONPATH=os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")]))
     if backend:
         env["SEEDPOOL_PEER_BACKEND"] = backend
+    if full:  # EnvPool's long determinism sweeps too (seedpool_envpool_routing.LONG)
+        env["SEEDPOOL_PEER_FULL"] = "1"
     if suite == "gymnasium":
         root = gymnasium_root()
         if root is None:
@@ -95,11 +98,12 @@ def main() -> None:
     ap.add_argument("suite", choices=["gymnasium", "sb3", "envpool"])
     ap.add_argument("--backend", default=None)
     ap.add_argument("--junit", type=Path, default=None)
+    ap.add_argument("--full", action="store_true", help="envpool: run the long determinism sweeps too")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="seedpool-peer-"))
     junit = args.junit or tmp / "junit.xml"
     builds = tmp / "builds.txt"
-    run_suite(args.suite, args.backend, junit, builds)
+    run_suite(args.suite, args.backend, junit, builds, timeout=3600 if args.full else 600, full=args.full)
     got = outcomes(junit)
     built = set(builds.read_text().split("\n")) - {""} if builds.exists() else set()
     counts = {s: sum(1 for v, _ in got.values() if v == s) for s in ("pass", "fail", "skip")}

@@ -5,7 +5,8 @@ Loaded with `-p seedpool_envpool_routing` (this folder on `PYTHONPATH`): it inst
 shim before the test modules run `import envpool`, so every `envpool.make_gym(...)` they
 call builds a seedpool pool (on the backend `SEEDPOOL_PEER_BACKEND`, "serial" by default).
 Nothing else is replaced. Tests of EnvPool's internals (its
-C++ spec classes, its own toy envs) are skipped by name (SKIPS), one line of reason each.
+C++ spec classes, its own toy envs) are skipped by name (SKIPS), one line of reason each,
+and so are long determinism sweeps (LONG) unless SEEDPOOL_PEER_FULL=1.
 """
 
 from __future__ import annotations
@@ -21,6 +22,20 @@ from peer_routing import pytest_sessionfinish  # noqa: F401 - a hook
 SKIPS: dict[str, str] = {
     "toy_text_test.py::_ToyTextEnvTest::test_catch": "Catch-v0 is EnvPool's own toy env (no gymnasium or seedpool id)",
     "toy_text_test.py::_ToyTextEnvTest::test_nchain": "NChain-v0 is EnvPool's own toy env (no gymnasium or seedpool id)",
+}
+
+
+# Long determinism sweeps (thousands of steps of three pools per task), run with
+# SEEDPOOL_PEER_FULL=1 (`python tests/peer/run.py envpool --full`); CI's time budget has no room.
+LONG: dict[str, str] = {
+    "classic_control_test.py::_ClassicControlEnvPoolTest::test_cartpole": "5000 steps of 3 pools",
+    "classic_control_test.py::_ClassicControlEnvPoolTest::test_pendulum": "5000 steps of 3 pools",
+    "classic_control_test.py::_ClassicControlEnvPoolTest::test_mountain_car": "2 x 5000 steps of 3 pools",
+    "classic_control_test.py::_ClassicControlEnvPoolTest::test_acrobot": "5000 steps of 3 pools",
+    "mujoco_gym_deterministic_test.py::_MujocoGymDeterministicTest::test_registered_tasks":
+        "11 tasks x 1000 steps of 3 pools",
+    "box2d_deterministic_test.py::_Box2dEnvPoolDeterministicTest::test_registered_tasks":
+        "8 tasks x up to 2000 steps of 3 pools",
 }
 
 
@@ -42,3 +57,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = SKIPS.get(key)
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"EnvPool internals: {reason}"))
+        elif key in LONG and os.environ.get("SEEDPOOL_PEER_FULL") != "1":
+            item.add_marker(pytest.mark.skip(reason=f"long ({LONG[key]}): run with SEEDPOOL_PEER_FULL=1"))
