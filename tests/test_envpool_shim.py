@@ -10,12 +10,13 @@ import textwrap
 from contextlib import closing
 from pathlib import Path
 
-import dm_env
 import numpy as np
 import pytest
 
 import seedpool
-from seedpool.compat import envpool as shim
+
+dm_env = pytest.importorskip("dm_env", reason="dm-env is not installed (the envpool-api extra)")
+from seedpool.compat import envpool as shim  # noqa: E402 - needs dm_env
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
 REPO = Path(__file__).resolve().parent.parent

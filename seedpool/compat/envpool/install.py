@@ -29,6 +29,11 @@ def install_as_envpool(quiet: bool = False) -> types.ModuleType:
     """Make `import envpool` (and EnvPool's submodules that libraries import) give seedpool's
     EnvPool API; returns that module. Call it before importing the library. Refuses where
     the real envpool is already imported: objects made from it would stay EnvPool's."""
+    try:
+        import dm_env  # noqa: F401 - make_dm and the specs are built on it
+    except ImportError as err:
+        raise ImportError("install_as_envpool() needs dm-env (EnvPool's make_dm API): "
+                          "pip install 'seedpool[envpool-api]'") from err
     import seedpool.compat.envpool as shim
     from seedpool.compat.envpool import registration
     from seedpool.compat.envpool import python as python_pkg
