@@ -16,7 +16,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-import seedpool
+from seedpool.envs.make import make as make_pool
 from seedpool.compat.envpool.dm import DMPool
 from seedpool.compat.envpool.python.protocol import DMEnvPool, GymnasiumEnvPool
 from seedpool.compat.envpool.spec import EnvSpec
@@ -62,7 +62,7 @@ def make_gymnasium(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
     options = _options(kwargs)
     options.setdefault("backend", BACKEND)
     try:
-        pool = seedpool.make(task_id, **options)
+        pool = make_pool(task_id, **options)
     except ValueError as err:
         raise EnvPoolArgumentError(str(err)) from err
     pool.spec = EnvSpec.of_pool_spec(pool.spec)  # the pool is new: its spec may be replaced
