@@ -332,3 +332,13 @@ def test_mid_episode_reset_with_episodic_life_restarts_the_game_as_envpool():
                 assert b[1]["elapsed_step"][0] == a[1]["elapsed_step"][0] == 0
                 assert b[1]["lives"][0] == a[1]["lives"][0] == 5
         assert lost_life, "no life was lost: the test did not cross an autoreset under episodic_life"
+
+
+def test_make_vec_has_the_attributes_syncvectorenv_exposes():
+    theirs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2,
+                                      autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    with closing(theirs), closing(seedpool.make_vec("CartPole-v1", 2, backend="serial", autoreset="same_step")) as ours:
+        for name in ("autoreset_mode", "observation_mode", "copy", "num_envs", "render_mode",
+                     "single_observation_space", "single_action_space", "observation_space", "action_space"):
+            assert getattr(ours, name) == getattr(theirs, name), name
+        assert ours.metadata["autoreset_mode"] == ours.autoreset_mode

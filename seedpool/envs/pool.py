@@ -16,6 +16,7 @@ from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.errors import ActionBatchError, ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
+from seedpool.envs.seeds import env_seeds  # noqa: F401 - also imported from here (make.py)
 from seedpool.envs.spec import TaskSpec
 
 # "disabled": an env whose episode ended is stepped on as it is until the caller resets it
@@ -411,18 +412,3 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
                 f"backend={self.backend!r}, num_workers={self.num_workers})")
 
     __str__ = __repr__  # gymnasium.Env's would print only the spec id
-
-
-def env_seeds(seed: int | Sequence[int | None] | None, n: int) -> list[int]:
-    """One seed per env, -1 for unseeded: seed + i, a list of one per env, or None (all unseeded)."""
-    if seed is None:
-        return [-1] * n
-    if isinstance(seed, (int, np.integer)):
-        values: list[int | None] = [int(seed) + i for i in range(n)]
-    else:
-        values = [None if s is None else int(s) for s in seed]
-        if len(values) != n:
-            raise ValueError(f"a list of seeds needs one per env ({n}), got {len(values)}")
-    if any(s is not None and s < 0 for s in values):
-        raise ValueError(f"seeds must be non-negative integers or None (unseeded), got {seed!r}")
-    return [-1 if s is None else s for s in values]
