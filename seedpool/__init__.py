@@ -26,7 +26,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """`make_sb3` loads Stable-Baselines3 on first use: importing seedpool never imports it."""
+    """`make_sb3` and `install_as_envpool` load on first use: importing seedpool imports neither
+    Stable-Baselines3 nor dm_env."""
+    if name == "install_as_envpool":  # EnvPool's API under `import envpool` (compat/envpool)
+        from seedpool.compat.envpool.install import install_as_envpool
+
+        return install_as_envpool
     if name == "make_sb3":
         from seedpool.compat.sb3 import make_sb3
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import seedpool
+from seedpool import EnvPoolError
 from conftest import child_pids, wait_gone
 from envs_for_tests import EchoEnv
 
@@ -240,11 +241,104 @@ def test_config_spec_and_flags_match_envpools_names():
 
 def test_config_of_a_gymnasium_id_and_render_says_what_to_use():
     with seedpool.make("CartPole-v1", num_envs=2, seed=3, backend="serial") as envs:
-        with pytest.raises(TypeError):  # EnvPool's reset(env_id) must not pass for seeds
-            envs.reset(np.arange(2))
         assert envs.config["num_envs"] == 2 and envs.config["seed"] == 3
         assert envs.config["max_episode_steps"] == envs.spec.config.max_episode_steps == 500
         assert envs.spec.reward_threshold == 475.0
         assert envs.render_mode is None
         with pytest.raises(NotImplementedError, match="render_mode='rgb_array'"):
             envs.render()
+
+
+# ------------------------------------------------------------------ 2. the pool: len, reset(env_id), xla
+@pytest.mark.parametrize("task", TASKS.values(), ids=TASKS.keys())
+def test_len_subset_reset_and_xla(task):
+    with seedpool.make(task, num_envs=4, seed=3, backend="serial") as envs:
+        assert len(envs) == 4
+        envs.reset()
+        for _ in range(3):
+            envs.step(np.ones(4, np.int64))
+        obs, info = envs.reset(np.array([3, 1]))  # positional, as rl-games and TorchRL call it
+        assert obs.shape == (2, *envs.single_observation_space.shape)
+        assert info["env_id"].tolist() == [3, 1] and info["elapsed_step"].tolist() == [0, 0]  # as given, as EnvPool
+        obs, info = envs.reset(env_id=[2])  # keyword, as Tianshou calls it
+        assert info["env_id"].tolist() == [2]
+        _, _, _, _, info = envs.step(np.ones(4, np.int64))
+        assert info["elapsed_step"].tolist() == [4, 1, 1, 1]  # env 0 was never reset
+        with pytest.raises(ValueError, match="unknown env_id"):
+            envs.reset([4])
+        with pytest.raises(NotImplementedError, match="send\\(\\)/recv"):
+            envs.xla()
+
+
+def test_subset_reset_in_async_mode_leaves_the_other_envs_in_flight():
+    with seedpool.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, backend="serial") as envs:
+        envs.async_reset()
+        _, _, _, _, info = envs.recv()
+        first = info["env_id"]
+        others = np.setdiff1d(np.arange(4), first)
+        with pytest.raises(EnvPoolError, match="in flight"):
+            envs.reset(others)  # still resetting from async_reset
+        obs, info = envs.reset(first)  # those two were received: they may be reset again
+        assert len(obs) == 2 and set(info["env_id"].tolist()) <= set(range(4))
+        envs.send(np.zeros(2, np.int64), info["env_id"])
+        envs.recv()
+        envs.recv()  # every env came back: nothing is lost
+
+
+def _pong_pair(**options):
+    envpool = _envpool()
+    _atari()
+    theirs = envpool.make("Pong-v5", env_type="gymnasium", num_envs=4, seed=7, **options)
+    ours = seedpool.make("Pong-v5", num_envs=4, seed=7, backend="serial", **options)
+    return theirs, ours
+
+
+def test_subset_reset_matches_envpool():
+    theirs, ours = _pong_pair()
+    rng = np.random.default_rng(0)
+    with closing(theirs), ours:
+        for pool in (theirs, ours):
+            pool.reset()
+        for t in range(60):
+            act = rng.integers(0, 6, 4)
+            if t in (20, 40):
+                got = [pool.reset(np.array([2, 0], np.int32)) for pool in (theirs, ours)]
+            else:
+                got = [pool.step(act) for pool in (theirs, ours)]
+            np.testing.assert_array_equal(got[0][0], got[1][0])
+            for key in ("env_id", "elapsed_step", "lives"):
+                np.testing.assert_array_equal(got[0][-1][key], got[1][-1][key])
+
+
+def test_mid_episode_reset_with_episodic_life_restarts_the_game_as_envpool():
+    envpool = _envpool()
+    _atari()
+    opts = dict(num_envs=1, seed=3, episodic_life=True)
+    theirs = envpool.make("Breakout-v5", env_type="gymnasium", **opts)
+    ours = seedpool.make("Breakout-v5", backend="serial", **opts)
+    rng = np.random.default_rng(1)
+    lost_life = False
+    with closing(theirs), ours:
+        for pool in (theirs, ours):
+            pool.reset()
+        for t in range(200):  # past a lost life (an autoreset that continues the game)
+            act = rng.integers(0, 4, 1)
+            a, b = theirs.step(act), ours.step(act)
+            np.testing.assert_array_equal(a[0], b[0])
+            lost_life |= bool(a[2][0])
+            if t in (80, 199):  # mid-episode: EnvPool starts a new game
+                a, b = theirs.reset(), ours.reset()
+                np.testing.assert_array_equal(a[0], b[0])
+                assert b[1]["elapsed_step"][0] == a[1]["elapsed_step"][0] == 0
+                assert b[1]["lives"][0] == a[1]["lives"][0] == 5
+        assert lost_life, "no life was lost: the test did not cross an autoreset under episodic_life"
+
+
+def test_make_vec_has_the_attributes_syncvectorenv_exposes():
+    theirs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2,
+                                      autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    with closing(theirs), closing(seedpool.make_vec("CartPole-v1", 2, backend="serial", autoreset="same_step")) as ours:
+        for name in ("autoreset_mode", "observation_mode", "copy", "num_envs", "render_mode",
+                     "single_observation_space", "single_action_space", "observation_space", "action_space"):
+            assert getattr(ours, name) == getattr(theirs, name), name
+        assert ours.metadata["autoreset_mode"] == ours.autoreset_mode

@@ -1,4 +1,5 @@
-"""Gymnasium's and SB3's own vector tests, unchanged, run against make_vec / make_sb3.
+"""Gymnasium's and SB3's own vector tests, unchanged, run against make_vec / make_sb3, and
+EnvPool's own tests through `seedpool.install_as_envpool()`.
 
 Each suite runs in a child pytest with a routing plugin (tests/peer/) that only renames the
 library's classes to seedpool's and maps their arguments. A test fails here when a peer test
@@ -35,11 +36,18 @@ def open_failures(suite: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("suite,backend", [("gymnasium", "serial"), ("gymnasium", "process"), ("sb3", None)])
+@pytest.mark.parametrize("suite,backend", [("gymnasium", "serial"), ("gymnasium", "process"), ("sb3", None),
+                                           ("envpool", None)])
 def test_peer_suite_fails_nothing_beyond_the_open_list(suite, backend, tmp_path, capsys):
     if suite == "gymnasium" and peer_run.gymnasium_root() is None:
         pytest.skip("gymnasium's test tree is absent: ../shared/peer-suites/gymnasium (or "
                     "$SEEDPOOL_PEER_SUITES/gymnasium) beside the clone holds it")
+    if suite == "envpool":
+        if peer_run.envpool_root() is None:
+            pytest.skip("EnvPool's test tree is absent: ../shared/peer-suites/envpool (or "
+                        "$SEEDPOOL_PEER_SUITES/envpool) beside the clone holds it")
+        for module in ("absl", "dm_env", "ale_py"):
+            pytest.importorskip(module, reason=f"EnvPool's tests need {module}")
     if suite == "sb3":
         pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed")
     junit = tmp_path / "junit.xml"

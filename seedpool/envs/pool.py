@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -9,13 +10,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from seedpool.envs import spaces, validate
+from seedpool.envs import rows, spaces, validate
 from seedpool.envs.buffers import RESTARTED, Buffers
 from seedpool.envs.channel import RECOVER, RESET, STEP
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.errors import ActionBatchError, ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
-from seedpool.envs.spaces import Nested
+from seedpool.envs.seeds import env_seeds  # noqa: F401 - also imported from here (make.py)
 from seedpool.envs.spec import TaskSpec
 
 # "disabled": an env whose episode ended is stepped on as it is until the caller resets it
@@ -64,6 +65,7 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
                                   made_with or {})
         self.spec = PoolSpec.of(spec, self.config)
         self.metadata = {"render_modes": [], "autoreset_mode": _MODES[autoreset]}
+        self.autoreset_mode = _MODES[autoreset]  # gymnasium's vector envs' attribute
         self._restart_info = executor_cfg.restart_workers
         # Where a Dict/Tuple action's batch size is read from (its first leaf); None: flat.
         nested = isinstance(spec.action_space, spaces.COMPOSITE)
@@ -88,17 +90,43 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._finalizer = weakref.finalize(self, self._exec.close)
 
     # -- sync API ---------------------------------------------------------------------------
-    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None):
+    def reset(self, env_id: Any = None, *, seed: int | Sequence[int | None] | None = None,
+              options: dict | None = None):
         """Reset every env (env i gets seed + i when a seed is given, and `options`, which
-        must be picklable for the process backend); returns (obs, info). Keyword-only, as in
-        gymnasium: EnvPool's positional `reset(env_id)` must not pass for seeds.
+        must be picklable for the process backend); returns (obs, info). `seed` and `options`
+        are keyword-only, as in gymnasium, so that EnvPool's positional `env_id` is never read
+        as seeds.
 
+        `env_id` (EnvPool's subset reset, positional or keyword): reset only those envs, the
+        others may be in flight; as `step(action, env_id)`, sync mode returns their rows in
+        env_id order and async mode the first `batch_size` envs to finish.
         `options={"reset_mask": mask}` (gymnasium's partial reset, a bool array of one entry
         per env) resets only the envs where `mask` is True, each with its own seed and the
         other options; the observations of the others are their latest, and the info holds
         only what the reset envs returned."""
+        if env_id is not None:
+            return self._reset_some(env_id, seed, options)
         ids = self.start_reset(seed=seed, options=options)
         return self.finish_reset(ids)
+
+    def _reset_some(self, env_id: Any, seed: Any, options: dict | None):
+        """EnvPool's `reset(env_id)`: submit resets of `env_id`, receive as `step` does."""
+        self._check_open()
+        ids = validate.env_ids(env_id, self.num_envs)
+        if options is not None and "reset_mask" in options:
+            raise ValueError("pass env_id or options['reset_mask'] to reset(), not both")
+        busy = self._in_flight[ids]
+        if busy.any():
+            raise EnvPoolError(f"reset() of env_id {ids[busy].tolist()}, which are in flight: "
+                               "recv() their results first")
+        if seed is not None:  # env i gets seed + i (or seed[i]), as in a reset of every env
+            self._b.seed[ids] = np.asarray(env_seeds(seed, self.num_envs))[ids]
+        if options is not None:
+            self._exec.set_reset_options(options, ids.tolist())
+        self._submit(ids, RESET)
+        n = self.batch_size if self.is_async else len(ids)
+        obs, _, _, _, info = self._receive(n, ordered=not self.is_async, order=ids)
+        return obs, info
 
     def start_reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None,
                     env_options: Sequence[dict | None] | None = None) -> np.ndarray:
@@ -157,11 +185,12 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         return got
 
     def step(self, action: Any, env_id: Any = None):
-        """send(action, env_id) then recv(); in sync mode the results follow env_id order."""
+        """send(action, env_id) then recv(); in sync mode the results follow env_id's order
+        (as given, as in EnvPool)."""
         ids = self._send(action, env_id)
         if self.is_async:
             return self._receive(self.batch_size, ordered=False)
-        return self._receive(len(ids), ordered=True)
+        return self._receive(len(ids), ordered=True, order=ids)
 
     # -- async API --------------------------------------------------------------------------
     def async_reset(self) -> None:
@@ -218,9 +247,9 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         if env_id is None:
             path = self._action_path
             if path is None:
-                n = _leading_dim(action)
+                n = rows.leading_dim(action)
             else:
-                n = _nested_leading_dim(action, path, self.single_action_space)
+                n = rows.nested_leading_dim(action, path, self.single_action_space)
             if n != self.num_envs:
                 if path is None and np.ndim(action) == 0 and not isinstance(action, (tuple, list)):
                     raise ActionBatchError(f"send() without env_id needs a batch of one action per env "
@@ -239,7 +268,7 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
                     f"env_id {ids[busy].tolist()} already in flight: recv() their results before sending again"
                 )
         act = validate.actions(self.single_action_space, action, len(ids))
-        _write_rows(self._b.action, ids, act, ids is self._all)
+        rows.write(self._b.action, ids, act, ids is self._all)
         self._submit(ids, STEP)
         return ids
 
@@ -253,7 +282,9 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._n_in_flight += len(id_list)
         self._exec.submit(id_list, op)
 
-    def _receive(self, n: int, ordered: bool, timeout: float | None = None):
+    def _receive(self, n: int, ordered: bool, timeout: float | None = None, order: np.ndarray | None = None):
+        """The next `n` envs' rows: as they finish, or (`ordered`) by env id, or in `order`
+        where the caller's env_id list is not ascending."""
         self._check_open()
         if self._n_in_flight < n:
             raise EnvPoolError(
@@ -263,6 +294,9 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         if n == self.num_envs and ordered:  # every env came back (sync mode): no gather
             self._in_flight.fill(False)
             return self._batch(None, self._all32.copy())
+        if ordered and order is not None and n > 1 and (order[1:] < order[:-1]).any():
+            self._in_flight[order] = False
+            return self._batch(order, order.astype(np.int32))
         lo = min(got)
         if max(got) - lo == n - 1:
             # A contiguous run of env ids (every sync step; the halves of a serial async pool):
@@ -348,6 +382,21 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
             self._closed = True
             self._finalizer()
 
+    def __len__(self) -> int:
+        """The number of envs (EnvPool's `len(pool)`; Tianshou reads it)."""
+        return self.num_envs
+
+    def seed(self, seed: Any = None) -> None:
+        """EnvPool's abandoned `seed()`: only warns, as EnvPool's does."""
+        warnings.warn("pool.seed() does nothing: pass seed= to make() or reset(seed=...)", UserWarning, stacklevel=2)
+
+    def xla(self) -> Any:
+        """EnvPool's JAX hook: not available, say what to use."""
+        raise NotImplementedError(
+            "xla() is EnvPool's JAX custom call into its C++ pool; seedpool's envs run in Python "
+            "workers and have no XLA entry point. Call send()/recv() (or step()) from your JAX "
+            "loop on host arrays instead")
+
     def render(self) -> Any:
         """Pools do not render: say what does."""
         raise NotImplementedError(
@@ -370,46 +419,3 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
                 f"backend={self.backend!r}, num_workers={self.num_workers}{why})")
 
     __str__ = __repr__  # gymnasium.Env's would print only the spec id
-
-
-def _leading_dim(action: Any) -> int:
-    if isinstance(action, (tuple, list)):  # also a batch of objects numpy cannot stack
-        return len(action)
-    a = np.asarray(action)
-    return a.shape[0] if a.ndim else 1
-
-
-def _nested_leading_dim(action: Any, path: spaces.Path, space: gym.Space) -> int:
-    """The batch size of an action for a Dict or Tuple space: that of its leaf at `path`."""
-    leaf = action
-    try:
-        for key in path:
-            leaf = leaf[key]
-    except (KeyError, IndexError, TypeError):
-        validate.actions(space, action, 1)  # raises, saying which structure was expected
-        raise
-    return _leading_dim(leaf)
-
-
-def _write_rows(buf: spaces.Tree, ids: np.ndarray, act: Any, whole: bool) -> None:
-    if type(buf) is Nested:
-        buf.write_rows(Ellipsis if whole else ids, act)
-    elif whole:
-        buf[...] = act
-    else:
-        buf[ids] = act
-
-
-def env_seeds(seed: int | Sequence[int | None] | None, n: int) -> list[int]:
-    """One seed per env, -1 for unseeded: seed + i, a list of one per env, or None (all unseeded)."""
-    if seed is None:
-        return [-1] * n
-    if isinstance(seed, (int, np.integer)):
-        values: list[int | None] = [int(seed) + i for i in range(n)]
-    else:
-        values = [None if s is None else int(s) for s in seed]
-        if len(values) != n:
-            raise ValueError(f"a list of seeds needs one per env ({n}), got {len(values)}")
-    if any(s is not None and s < 0 for s in values):
-        raise ValueError(f"seeds must be non-negative integers or None (unseeded), got {seed!r}")
-    return [-1 if s is None else s for s in values]

@@ -68,10 +68,17 @@ class EnvRunner:
         # After a worker restart, each env's first reset reports its old episode truncated.
         self.restart_marks = set(env_ids) if restarted else set()
 
-    def reset(self, i: int) -> int:
+    def reset(self, i: int, asked: bool = True) -> int:
         """Reset env i (with the seed left in the seed buffer and the options left in
-        `reset_options`, if any) and write row i."""
+        `reset_options`, if any) and write row i. `asked`: a reset the caller asked for, not
+        an autoreset; an env that tells them apart (Atari under episodic_life: an asked reset
+        starts a new game, an autoreset after a lost life continues it, as in EnvPool) has
+        an `on_explicit_reset()` method, called first."""
         self.restart_marks.discard(i)
+        if asked:
+            hook = getattr(self.envs[i].unwrapped, "on_explicit_reset", None)
+            if hook is not None:
+                hook()
         b = self.b
         seed: int | None = int(b.seed[i])
         if seed >= 0:
@@ -140,7 +147,7 @@ class EnvRunner:
         try:
             for i in ids:
                 if needs_reset[i]:
-                    self.b.status[i] = self.recover(i) if i in self.restart_marks else self.reset(i)
+                    self.b.status[i] = self.recover(i) if i in self.restart_marks else self.reset(i, False)
                     continue
                 obs, rew, term, trunc, info = envs[i].step(read_action(i))
                 n = elapsed[i] + 1

@@ -39,6 +39,11 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
         # As SyncVectorEnv: a copy of env 0's metadata (never the env's own dict), its render mode.
         self.metadata = {**pool.task.metadata, "autoreset_mode": pool.metadata["autoreset_mode"]}
         self.render_mode = pool.task.render_mode
+        # What SyncVectorEnv exposes besides (TorchRL's GymWrapper reads autoreset_mode). Its
+        # `envs` and `env_fns` have no counterpart: the envs may live in worker processes.
+        self.autoreset_mode = self.metadata["autoreset_mode"]
+        self.observation_mode = pool.task.observation_mode
+        self.copy = True  # every step returns fresh arrays, as gymnasium's copy=True
         self._pending: str | None = None  # "reset" or "step" between *_async and *_wait
         self._resetting: np.ndarray | None = None
         self._seed_batched_spaces()

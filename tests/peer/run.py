@@ -2,9 +2,10 @@
 
     python tests/peer/run.py gymnasium [--backend serial|thread|process] [--junit PATH]
     python tests/peer/run.py sb3 [--backend ...]
+    python tests/peer/run.py envpool [--backend ...] [--full]   # EnvPool's tests via install_as_envpool()
 
 Gymnasium's tests are read from `../shared/peer-suites/gymnasium` (beside the clone, as CI
-has it) or `$SEEDPOOL_PEER_SUITES/gymnasium`; SB3's are vendored in tests/peer/sb3. Prints
+has it) or `$SEEDPOOL_PEER_SUITES/gymnasium`, EnvPool's likewise from `.../envpool`; SB3's are vendored in tests/peer/sb3. Prints
 passed/failed/skipped, the tests that built a routed env, and each failure's first line.
 """
 
@@ -29,7 +30,21 @@ def gymnasium_root() -> Path | None:
     return root if (root / "tests" / "vector").is_dir() else None
 
 
-def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeout: float = 600) -> int:
+def envpool_root() -> Path | None:
+    """EnvPool's test tree (the folder holding `tests/make_test.py`), or None where it is absent."""
+    base = os.environ.get("SEEDPOOL_PEER_SUITES")
+    root = Path(base) / "envpool" if base else REPO.parent / "shared" / "peer-suites" / "envpool"
+    return root if (root / "tests" / "make_test.py").is_file() else None
+
+
+# EnvPool's test files for the families seedpool builds (Atari itself, the rest through gymnasium).
+ENVPOOL_FILES = ["make_test.py", "atari/api_test.py", "classic_control/classic_control_test.py",
+                 "toy_text/toy_text_test.py", "mujoco/gym/mujoco_gym_deterministic_test.py",
+                 "box2d/box2d_deterministic_test.py"]
+
+
+def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeout: float = 600,
+              full: bool = False) -> int:
     """Run the suite in a child pytest; junit XML and the routed-build list land at the paths given."""
     # The child's temporary files (SB3's default logger folders among them) go beside the junit
     # file, which the caller cleans up, not into the machine's /tmp.
@@ -41,16 +56,23 @@ def run_suite(suite: str, backend: str | None, junit: Path, builds: Path, timeou
                PYTHONPATH=os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")]))
     if backend:
         env["SEEDPOOL_PEER_BACKEND"] = backend
+    if full:  # EnvPool's long determinism sweeps too (seedpool_envpool_routing.LONG)
+        env["SEEDPOOL_PEER_FULL"] = "1"
     if suite == "gymnasium":
         root = gymnasium_root()
         if root is None:
             raise FileNotFoundError("gymnasium's test tree is absent (../shared/peer-suites/gymnasium)")
         cwd, plugin, target = root, "seedpool_gymnasium_routing", "tests/vector"
+    elif suite == "envpool":
+        root = envpool_root()
+        if root is None:
+            raise FileNotFoundError("EnvPool's test tree is absent (../shared/peer-suites/envpool)")
+        cwd, plugin, target = root / "tests", "seedpool_envpool_routing", ENVPOOL_FILES
     else:
         cwd, plugin, target = HERE / "sb3", "seedpool_sb3_routing", "."
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings",
            "-p", plugin, "-o", "timeout=60", "--rootdir", str(cwd), "-c", os.devnull,
-           f"--junitxml={junit}", target]
+           f"--junitxml={junit}", *([target] if isinstance(target, str) else target)]
     return subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode
 
@@ -73,14 +95,15 @@ def outcomes(junit: Path) -> dict[str, tuple[str, str]]:
 def main() -> None:
     """Command line: run one suite, print the summary."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("suite", choices=["gymnasium", "sb3"])
+    ap.add_argument("suite", choices=["gymnasium", "sb3", "envpool"])
     ap.add_argument("--backend", default=None)
     ap.add_argument("--junit", type=Path, default=None)
+    ap.add_argument("--full", action="store_true", help="envpool: run the long determinism sweeps too")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="seedpool-peer-"))
     junit = args.junit or tmp / "junit.xml"
     builds = tmp / "builds.txt"
-    run_suite(args.suite, args.backend, junit, builds)
+    run_suite(args.suite, args.backend, junit, builds, timeout=3600 if args.full else 600, full=args.full)
     got = outcomes(junit)
     built = set(builds.read_text().split("\n")) - {""} if builds.exists() else set()
     counts = {s: sum(1 for v, _ in got.values() if v == s) for s in ("pass", "fail", "skip")}

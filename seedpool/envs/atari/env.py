@@ -90,6 +90,12 @@ class AtariEnv(gymnasium.Env):
         self._elapsed = 0
         self._lives = 0
         self._done = True
+        self._new_game = False  # the next reset starts a new game even with lives left
+
+    def on_explicit_reset(self) -> None:
+        """The engine calls this before a reset the caller asked for (not an autoreset): as
+        in EnvPool, it starts a new game even under episodic_life with lives left."""
+        self._new_game = True
 
     # ---------------------------------------------------------------- gymnasium API
 
@@ -106,7 +112,9 @@ class AtariEnv(gymnasium.Env):
         ale, opts = self._ale, self.options
         noops = self._noop.draw() + 1 - self._fire_reset
         push_all = False
-        if not opts.episodic_life or ale.game_over() or self._elapsed >= opts.max_episode_steps:
+        if (not opts.episodic_life or self._new_game or ale.game_over()
+                or self._elapsed >= opts.max_episode_steps):
+            self._new_game = False
             ale.reset_game()
             self._elapsed = 0
             push_all = True
