@@ -1,0 +1,213 @@
+"""Recurrent actor-critics: a torso (MLP or Nature CNN), an LSTM or GRU core, policy and value heads.
+
+A recurrent policy carries a state per env from one step to the next. Where an episode
+starts (the first observation after a reset: after ``terminated`` or ``truncated``, the
+engine's autoreset step, and the very first step of a run) the caller sets ``first`` for
+that row, and the core resets the row's state to zeros *before* using it, in acting and
+in learning alike. So a state handed in is always the state "entering" the observation,
+and the same masks make a step-by-step pass and a whole-sequence pass compute the same
+numbers (``tests/test_recurrent.py``).
+
+The state is a dict of ``[B, H]`` float32 tensors (``{"h", "c"}`` for an LSTM, ``{"h"}`` for
+a GRU): the shape `seedpool.records.State` names and the inference server's state slots keep.
+
+Optionally the core also sees the previous action (one-hot for discrete actions) and the
+previous reward; both are zero on a row that opens an episode.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from seedpool.models.base import ActorCritic, float32, layer_init
+from seedpool.models.distributions import CategoricalHead, GaussianHead, Params
+
+State = dict[str, torch.Tensor]
+CoreKind = Literal["lstm", "gru"]
+
+
+class RecurrentCore(nn.Module):
+    """An LSTM or GRU cell stepped through time, its state reset where ``first`` is set."""
+
+    def __init__(self, kind: CoreKind, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        if kind == "lstm":
+            self.cell: nn.Module = nn.LSTMCell(input_size, hidden_size)
+        elif kind == "gru":
+            self.cell = nn.GRUCell(input_size, hidden_size)
+        else:
+            raise ValueError(f"the recurrent core must be 'lstm' or 'gru', got {kind!r}")
+        self.kind, self.hidden_size = kind, hidden_size
+        # Orthogonal weights and zero biases, as CleanRL's LSTM agents initialise their cores.
+        for name, p in self.cell.named_parameters():
+            if name.startswith("weight"):
+                nn.init.orthogonal_(p, 1.0)
+            else:
+                nn.init.zeros_(p)
+
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        """Zero state for ``batch`` rows."""
+        zeros = [torch.zeros(batch, self.hidden_size, device=device) for _ in range(self.num_tensors)]
+        return dict(zip(self.state_names, zeros))
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """The keys of this core's state dict."""
+        return ("h", "c") if self.kind == "lstm" else ("h",)
+
+    @property
+    def num_tensors(self) -> int:
+        return len(self.state_names)
+
+    def step(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """One time step: ``x [B, F]``, the state entering it, ``first [B]`` -> (output ``[B, H]``, next state)."""
+        keep = (~first).to(torch.float32).unsqueeze(-1)
+        if self.kind == "lstm":
+            h, c = self.cell(x, (state["h"] * keep, state["c"] * keep))
+            # Under bf16 autocast the cell computes in bfloat16; the carried state stays float32.
+            return h, {"h": h.float(), "c": c.float()}
+        h = self.cell(x, state["h"] * keep)
+        return h, {"h": h.float()}
+
+    def sequence(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """``x [T, B, F]`` from ``state`` with resets at ``first [T, B]`` -> (outputs ``[T, B, H]``, final state)."""
+        outs = []
+        for t in range(x.shape[0]):
+            out, state = self.step(x[t], state, first[t])
+            outs.append(out)
+        return torch.stack(outs), state
+
+
+class RecurrentActorCritic(ActorCritic):
+    """torso -> [previous action, previous reward] -> LSTM/GRU core -> policy and value heads.
+
+    Acting calls :meth:`act_step` once per step with the state entering it; learning calls
+    :meth:`evaluate_sequence` over whole time-major sequences from the state stored at their
+    start. ``forward(obs)`` (no state) is refused: a recurrent policy needs its state.
+    """
+
+    recurrent = True
+
+    def __init__(self, torso: nn.Module, feature_dim: int, core: CoreKind, core_size: int, action_dim: int,
+                 continuous: bool, prev_action: bool = False, prev_reward: bool = False,
+                 init_log_std: float = 0.0) -> None:
+        super().__init__()
+        self.torso = torso
+        self.continuous, self.action_dim = continuous, action_dim
+        self.prev_action, self.prev_reward = prev_action, prev_reward
+        extra = (action_dim if prev_action else 0) + (1 if prev_reward else 0)
+        self.core = RecurrentCore(core, feature_dim + extra, core_size)
+        self.pi_head = layer_init(nn.Linear(core_size, action_dim), std=0.01)
+        self.vf_head = layer_init(nn.Linear(core_size, 1), std=1.0)
+        self.head = GaussianHead() if continuous else CategoricalHead()
+        if continuous:
+            self.log_std = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
+
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        """Zero state for ``batch`` envs."""
+        return self.core.initial_state(batch, device)
+
+    def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        raise TypeError("a recurrent policy needs its state: call act_step(obs, state, first, ...) or "
+                        "evaluate_sequence(...), not forward(obs)")
+
+    def _core_inputs(self, features: torch.Tensor, first: torch.Tensor, prev_action: torch.Tensor | None,
+                     prev_reward: torch.Tensor | None) -> torch.Tensor:
+        """Features ``[N, F]`` joined with the previous action and reward (zero on first rows)."""
+        if not (self.prev_action or self.prev_reward):
+            return features
+        keep = (~first).to(features.dtype).unsqueeze(-1)
+        parts = [features]
+        if self.prev_action:
+            if prev_action is None:
+                raise ValueError("this policy takes the previous action as input (prev_action=True); none was given")
+            if self.continuous:
+                a = prev_action.to(features.dtype).reshape(len(features), -1)
+            else:
+                a = nn.functional.one_hot(prev_action.long().reshape(-1), self.action_dim).to(features.dtype)
+            parts.append(a * keep)
+        if self.prev_reward:
+            if prev_reward is None:
+                raise ValueError("this policy takes the previous reward as input (prev_reward=True); none was given")
+            parts.append(prev_reward.to(features.dtype).reshape(-1, 1) * keep)
+        return torch.cat(parts, dim=-1)
+
+    def _outputs(self, hidden: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        out = self.pi_head(hidden)
+        value = self.vf_head(hidden).squeeze(-1)
+        if self.continuous:
+            return (out, self.log_std.expand_as(out)), value
+        return out, value
+
+    def step(self, obs: torch.Tensor, state: State, first: torch.Tensor, prev_action: torch.Tensor | None = None,
+             prev_reward: torch.Tensor | None = None) -> tuple[Params, torch.Tensor, State]:
+        """One step of ``B`` envs: (distribution params, values ``[B]``, the state entering the next step)."""
+        x = self._core_inputs(self.torso(obs), first, prev_action, prev_reward)
+        hidden, state = self.core.step(x, state, first)
+        params, value = self._outputs(hidden)
+        return params, value, state
+
+    def sequence(self, obs: torch.Tensor, state: State, first: torch.Tensor,
+                 prev_actions: torch.Tensor | None = None, prev_rewards: torch.Tensor | None = None,
+                 ) -> tuple[Params, torch.Tensor, State]:
+        """``T`` steps of ``B`` envs, time-major: params and values ``[T, B, ...]``, and the final state.
+
+        The torso runs once on all ``T x B`` observations; only the core steps through time.
+        """
+        T, B = first.shape
+        flat_first = first.reshape(T * B)
+        flat = lambda a: None if a is None else a.reshape(T * B, *a.shape[2:])  # noqa: E731
+        features = self.torso(obs.reshape(T * B, *obs.shape[2:]))
+        x = self._core_inputs(features, flat_first, flat(prev_actions), flat(prev_rewards))
+        hidden, state = self.core.sequence(x.reshape(T, B, -1), state, first)
+        params, value = self._outputs(hidden)
+        return params, value, state
+
+    def act_step(self, obs: torch.Tensor, state: State, first: torch.Tensor, prev_action: torch.Tensor | None = None,
+                 prev_reward: torch.Tensor | None = None, deterministic: bool = False,
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, State]:
+        """Sample actions; returns ``(action, logprob, value, next state)``."""
+        params, value, state = self.step(obs, state, first, prev_action, prev_reward)
+        params, value = float32((params, value))
+        action, logprob = self.head.sample_log_prob(params, deterministic)
+        return action, logprob, value, state
+
+    def evaluate_sequence(self, obs: torch.Tensor, actions: torch.Tensor, state: State, first: torch.Tensor,
+                          prev_actions: torch.Tensor | None = None, prev_rewards: torch.Tensor | None = None,
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Re-score stored actions of whole sequences: ``(logprob, entropy, value)``, each ``[T, B]``."""
+        params, value, _ = self.sequence(obs, state, first, prev_actions, prev_rewards)
+        params, value = float32((params, value))
+        logprob, entropy = self.head.log_prob_entropy(params, actions)
+        return logprob, entropy, value
+
+
+class MLPTorso(nn.Module):
+    """Linear + activation layers over flattened vector observations."""
+
+    def __init__(self, obs_dim: int, hidden: tuple[int, ...], activation: str) -> None:
+        super().__init__()
+        from seedpool.models.mlp import _ACTIVATIONS, _stack
+
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        if not hidden:
+            raise ValueError("hidden_sizes needs at least one layer")
+        self.net = _stack(obs_dim, hidden, activation)
+        self.out_dim = hidden[-1]
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs.flatten(1).float())
+
+
+def is_recurrent(policy: nn.Module) -> bool:
+    """True for a policy that carries state between steps (see :class:`RecurrentActorCritic`)."""
+    return bool(getattr(policy, "recurrent", False))
+
+
+def state_rows(state: State, rows: torch.Tensor | slice | np.ndarray) -> State:
+    """Rows ``rows`` of every tensor of a state."""
+    return {k: v[rows] for k, v in state.items()}
