@@ -30,55 +30,63 @@ CoreKind = Literal["lstm", "gru"]
 
 
 class RecurrentCore(nn.Module):
-    """An LSTM or GRU cell stepped through time, its state reset where ``first`` is set."""
+    """An LSTM or GRU stepped through time, its state reset where ``first`` is set.
+
+    A whole sequence runs as few fused ``nn.LSTM``/``nn.GRU`` calls as its resets allow: one
+    call per stretch of time steps in which no env starts an episode (after the first step of
+    the stretch), instead of one Python-level cell call per step; autograd then records one
+    node per stretch, not a dozen per step.
+    """
 
     def __init__(self, kind: CoreKind, input_size: int, hidden_size: int) -> None:
         super().__init__()
         if kind == "lstm":
-            self.cell: nn.Module = nn.LSTMCell(input_size, hidden_size)
+            self.rnn: nn.Module = nn.LSTM(input_size, hidden_size)
         elif kind == "gru":
-            self.cell = nn.GRUCell(input_size, hidden_size)
+            self.rnn = nn.GRU(input_size, hidden_size)
         else:
             raise ValueError(f"the recurrent core must be 'lstm' or 'gru', got {kind!r}")
         self.kind, self.hidden_size = kind, hidden_size
         # Orthogonal weights and zero biases, as CleanRL's LSTM agents initialise their cores.
-        for name, p in self.cell.named_parameters():
+        for name, p in self.rnn.named_parameters():
             if name.startswith("weight"):
                 nn.init.orthogonal_(p, 1.0)
             else:
                 nn.init.zeros_(p)
-
-    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> State:
-        """Zero state for ``batch`` rows."""
-        zeros = [torch.zeros(batch, self.hidden_size, device=device) for _ in range(self.num_tensors)]
-        return dict(zip(self.state_names, zeros))
 
     @property
     def state_names(self) -> tuple[str, ...]:
         """The keys of this core's state dict."""
         return ("h", "c") if self.kind == "lstm" else ("h",)
 
-    @property
-    def num_tensors(self) -> int:
-        return len(self.state_names)
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        """Zero state for ``batch`` rows."""
+        return {k: torch.zeros(batch, self.hidden_size, device=device) for k in self.state_names}
+
+    def _run(self, x: torch.Tensor, state: State, keep: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """``x [L, B, F]`` with no reset after its first step, from ``state`` masked by ``keep [B]``."""
+        keep = keep.to(torch.float32).unsqueeze(-1)
+        if self.kind == "lstm":
+            out, (h, c) = self.rnn(x, ((state["h"] * keep)[None], (state["c"] * keep)[None]))
+            # Under bf16 autocast the core computes in bfloat16; the carried state stays float32.
+            return out, {"h": h[0].float(), "c": c[0].float()}
+        out, h = self.rnn(x, (state["h"] * keep)[None])
+        return out, {"h": h[0].float()}
 
     def step(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
         """One time step: ``x [B, F]``, the state entering it, ``first [B]`` -> (output ``[B, H]``, next state)."""
-        keep = (~first).to(torch.float32).unsqueeze(-1)
-        if self.kind == "lstm":
-            h, c = self.cell(x, (state["h"] * keep, state["c"] * keep))
-            # Under bf16 autocast the cell computes in bfloat16; the carried state stays float32.
-            return h, {"h": h.float(), "c": c.float()}
-        h = self.cell(x, state["h"] * keep)
-        return h, {"h": h.float()}
+        out, state = self._run(x[None], state, ~first)
+        return out[0], state
 
     def sequence(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
         """``x [T, B, F]`` from ``state`` with resets at ``first [T, B]`` -> (outputs ``[T, B, H]``, final state)."""
+        T = x.shape[0]
+        starts = [0] + [int(t) for t in torch.nonzero(first[1:].any(dim=1)).flatten() + 1]
         outs = []
-        for t in range(x.shape[0]):
-            out, state = self.step(x[t], state, first[t])
+        for a, b in zip(starts, starts[1:] + [T]):
+            out, state = self._run(x[a:b], state, ~first[a])
             outs.append(out)
-        return torch.stack(outs), state
+        return torch.cat(outs) if len(outs) > 1 else outs[0], state
 
 
 class RecurrentActorCritic(ActorCritic):
