@@ -45,13 +45,15 @@ class PolicyMemory:
         for k, v in self.state.items():
             buf.start_state[k].copy_(v)
 
-    def act(self, obs: torch.Tensor, t: int, buf: Rollout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The policy's step on ``obs`` (row t of the rollout): record its inputs, keep its next state."""
-        buf.first[t] = self.first
-        buf.prev_actions[t] = self.prev_action
-        buf.prev_rewards[t] = self.prev_reward
+    def act(self, obs: torch.Tensor, t: int = 0, buf: Rollout | None = None, deterministic: bool = False,
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The policy's step on ``obs``: record its inputs as row t of ``buf`` (unless None), keep its next state."""
+        if buf is not None:
+            buf.first[t] = self.first
+            buf.prev_actions[t] = self.prev_action
+            buf.prev_rewards[t] = self.prev_reward
         action, logprob, value, self.state = self.policy.act_step(obs, self.state, self.first, self.prev_action,
-                                                                   self.prev_reward)
+                                                                   self.prev_reward, deterministic)
         self.prev_action = action
         return action, logprob, value
 

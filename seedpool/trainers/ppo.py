@@ -38,6 +38,10 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
     ``pool``: an already built pool with the engine's API to train on instead of
     ``seedpool.make(cfg.env, ...)`` (benchmarks feed EnvPool this way); it is closed at the end.
     """
+    if cfg.model.core != "none" and cfg.ppo.num_minibatches > cfg.num_envs:
+        # Recurrent minibatches are groups of whole env sequences (checked here, before a run folder exists).
+        raise ValueError(f"--model.core {cfg.model.core}: a minibatch holds whole env sequences, so "
+                         f"--ppo.num-minibatches must be at most --num-envs ({cfg.num_envs}), got {cfg.ppo.num_minibatches}")
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
     sampler_kind = _sampler_kind(cfg)
