@@ -22,7 +22,7 @@ def _policy(core="lstm", action_space=DISCRETE, **kw):
 
 
 @pytest.mark.parametrize("core", ["lstm", "gru"])
-@pytest.mark.parametrize("inputs", [{}, {"prev_action": True, "prev_reward": True}])
+@pytest.mark.parametrize("inputs", [{}, {"prev_action": True, "prev_reward": True, "critic_core": True}])
 def test_step_by_step_equals_whole_sequence_with_resets_inside(core, inputs):
     policy = _policy(core, **inputs)
     T, B = 9, 3
@@ -33,7 +33,7 @@ def test_step_by_step_equals_whole_sequence_with_resets_inside(core, inputs):
     prev_a = torch.randint(0, 4, (T, B), generator=g)
     prev_r = torch.rand(T, B, generator=g)
     state = {k: torch.rand(v.shape, generator=g) for k, v in policy.initial_state(B).items()}
-    pa, pr = (prev_a, prev_r) if inputs else (None, None)
+    pa, pr = (prev_a, prev_r) if inputs.get("prev_action") else (None, None)
     with torch.no_grad():
         params, values, final = policy.sequence(obs, state, first, pa, pr)
         s = state

@@ -61,6 +61,8 @@ class ModelConfig:
     """Feed the previous action to the recurrent core (one-hot for discrete actions)."""
     prev_reward: bool = False
     """Feed the previous reward to the recurrent core."""
+    critic_core: bool = False
+    """Give the value head a recurrent core of its own (the policy's core then learns from the policy loss only)."""
 
 
 def is_image_space(space: gym.Space) -> bool:
@@ -120,7 +122,7 @@ def make_recurrent_policy(obs_space: gym.spaces.Box, action_space: gym.Space, cf
         torso = MLPTorso(int(np.prod(obs_space.shape)), tuple(cfg.hidden_sizes), cfg.activation)
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
     return RecurrentActorCritic(torso, torso.out_dim, cfg.core, cfg.core_size, action_dim, not discrete,
-                                cfg.prev_action, cfg.prev_reward, cfg.init_log_std)
+                                cfg.prev_action, cfg.prev_reward, cfg.init_log_std, cfg.critic_core)
 
 
 @dataclass

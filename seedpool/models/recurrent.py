@@ -101,13 +101,15 @@ class RecurrentActorCritic(ActorCritic):
 
     def __init__(self, torso: nn.Module, feature_dim: int, core: CoreKind, core_size: int, action_dim: int,
                  continuous: bool, prev_action: bool = False, prev_reward: bool = False,
-                 init_log_std: float = 0.0) -> None:
+                 init_log_std: float = 0.0, critic_core: bool = False) -> None:
         super().__init__()
         self.torso = torso
         self.continuous, self.action_dim = continuous, action_dim
         self.prev_action, self.prev_reward = prev_action, prev_reward
         extra = (action_dim if prev_action else 0) + (1 if prev_reward else 0)
         self.core = RecurrentCore(core, feature_dim + extra, core_size)
+        # A second core of its own for the value head: value errors then do not shape the policy's memory.
+        self.vf_core = RecurrentCore(core, feature_dim + extra, core_size) if critic_core else None
         self.pi_head = layer_init(nn.Linear(core_size, action_dim), std=0.01)
         self.vf_head = layer_init(nn.Linear(core_size, 1), std=1.0)
         self.head = GaussianHead() if continuous else CategoricalHead()
@@ -116,7 +118,21 @@ class RecurrentActorCritic(ActorCritic):
 
     def initial_state(self, batch: int, device: torch.device | str = "cpu") -> State:
         """Zero state for ``batch`` envs."""
-        return self.core.initial_state(batch, device)
+        state = self.core.initial_state(batch, device)
+        if self.vf_core is not None:
+            state.update({"vf_" + k: v for k, v in self.vf_core.initial_state(batch, device).items()})
+        return state
+
+    def _cores(self, x: torch.Tensor, state: State, first: torch.Tensor, whole: bool,
+               ) -> tuple[torch.Tensor, torch.Tensor, State]:
+        """Policy and value features from the core(s): one step (``whole`` False) or a sequence."""
+        run = (lambda core, st: core.sequence(x, st, first)) if whole else (lambda core, st: core.step(x, st, first))
+        pi_state = {k: state[k] for k in self.core.state_names}
+        pi_hidden, next_state = run(self.core, pi_state)
+        if self.vf_core is None:
+            return pi_hidden, pi_hidden, next_state
+        vf_hidden, vf_state = run(self.vf_core, {k: state["vf_" + k] for k in self.vf_core.state_names})
+        return pi_hidden, vf_hidden, {**next_state, **{"vf_" + k: v for k, v in vf_state.items()}}
 
     def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
         raise TypeError("a recurrent policy needs its state: call act_step(obs, state, first, ...) or "
@@ -143,9 +159,9 @@ class RecurrentActorCritic(ActorCritic):
             parts.append(prev_reward.to(features.dtype).reshape(-1, 1) * keep)
         return torch.cat(parts, dim=-1)
 
-    def _outputs(self, hidden: torch.Tensor) -> tuple[Params, torch.Tensor]:
-        out = self.pi_head(hidden)
-        value = self.vf_head(hidden).squeeze(-1)
+    def _outputs(self, pi_hidden: torch.Tensor, vf_hidden: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        out = self.pi_head(pi_hidden)
+        value = self.vf_head(vf_hidden).squeeze(-1)
         if self.continuous:
             return (out, self.log_std.expand_as(out)), value
         return out, value
@@ -154,8 +170,8 @@ class RecurrentActorCritic(ActorCritic):
              prev_reward: torch.Tensor | None = None) -> tuple[Params, torch.Tensor, State]:
         """One step of ``B`` envs: (distribution params, values ``[B]``, the state entering the next step)."""
         x = self._core_inputs(self.torso(obs), first, prev_action, prev_reward)
-        hidden, state = self.core.step(x, state, first)
-        params, value = self._outputs(hidden)
+        pi_hidden, vf_hidden, state = self._cores(x, state, first, whole=False)
+        params, value = self._outputs(pi_hidden, vf_hidden)
         return params, value, state
 
     def sequence(self, obs: torch.Tensor, state: State, first: torch.Tensor,
@@ -170,8 +186,8 @@ class RecurrentActorCritic(ActorCritic):
         flat = lambda a: None if a is None else a.reshape(T * B, *a.shape[2:])  # noqa: E731
         features = self.torso(obs.reshape(T * B, *obs.shape[2:]))
         x = self._core_inputs(features, flat_first, flat(prev_actions), flat(prev_rewards))
-        hidden, state = self.core.sequence(x.reshape(T, B, -1), state, first)
-        params, value = self._outputs(hidden)
+        pi_hidden, vf_hidden, state = self._cores(x.reshape(T, B, -1), state, first, whole=True)
+        params, value = self._outputs(pi_hidden, vf_hidden)
         return params, value, state
 
     def act_step(self, obs: torch.Tensor, state: State, first: torch.Tensor, prev_action: torch.Tensor | None = None,
@@ -202,10 +218,9 @@ class MLPTorso(nn.Module):
 
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        if not hidden:
-            raise ValueError("hidden_sizes needs at least one layer")
+        # No hidden layers: the core reads the observations themselves.
         self.net = _stack(obs_dim, hidden, activation)
-        self.out_dim = hidden[-1]
+        self.out_dim = hidden[-1] if hidden else obs_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(obs.flatten(1).float())
