@@ -30,6 +30,8 @@ class PPOTrainConfig(RunConfig):
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     replay_limit: int = 2_000_000
     """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
+    stop_at_return: float | None = None
+    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
@@ -60,7 +62,7 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
             run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device} ({precision})")
             if ckpt is not None:
                 _restore(ckpt, learner, sampler)
-            run_sync(run, sampler, learner, cfg.total_timesteps, lambda: _state(learner, sampler))
+            run_sync(run, sampler, learner, cfg.total_timesteps, lambda: _state(learner, sampler), cfg.stop_at_return)
     finally:
         pool.close()
     return finish_run(run, cfg.env, "ppo")
