@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -229,8 +228,3 @@ class MLPTorso(nn.Module):
 def is_recurrent(policy: nn.Module) -> bool:
     """True for a policy that carries state between steps (see :class:`RecurrentActorCritic`)."""
     return bool(getattr(policy, "recurrent", False))
-
-
-def state_rows(state: State, rows: torch.Tensor | slice | np.ndarray) -> State:
-    """Rows ``rows`` of every tensor of a state."""
-    return {k: v[rows] for k, v in state.items()}
