@@ -143,6 +143,14 @@ class Rollout:
     truncated: torch.Tensor
     valid: torch.Tensor
     """False on the reset step that follows an episode end (its action was ignored)."""
+    first: torch.Tensor | None = None
+    """Recurrent policies only, bool [T, B]: obs[t] opens an episode (the state was reset there)."""
+    prev_actions: torch.Tensor | None = None
+    """Recurrent policies only, [T, B, *action_shape]: the previous action the policy was given."""
+    prev_rewards: torch.Tensor | None = None
+    """Recurrent policies only, float32 [T, B]: the previous reward the policy was given."""
+    start_state: State = None
+    """Recurrent policies only: the state entering obs[0] of each env, tensors [B, ...]."""
 
     @property
     def num_steps(self) -> int:
@@ -150,8 +158,10 @@ class Rollout:
         return self.rewards.shape[0] * self.rewards.shape[1]
 
     @classmethod
-    def allocate(cls, T: int, B: int, obs_space: gym.Space, action_space: gym.Space, device: str) -> Rollout:
-        """Zeroed buffers for T steps of B envs."""
+    def allocate(cls, T: int, B: int, obs_space: gym.Space, action_space: gym.Space, device: str,
+                 state: State = None) -> Rollout:
+        """Zeroed buffers for T steps of B envs; ``state`` (a recurrent policy's ``[B, ...]`` state)
+        also allocates the recurrent fields, the start state shaped like it."""
         import torch
 
         obs_dtype = torch.uint8 if obs_space.dtype == np.uint8 else torch.float32
@@ -171,6 +181,10 @@ class Rollout:
             obs = z((T, B, h, w, c), obs_dtype).movedim(-1, -3)
         else:
             obs = z((T, B, *obs_space.shape), obs_dtype)
+        recurrent = {}
+        if state is not None:
+            recurrent = dict(first=z((T, B), torch.bool), prev_actions=z((T, B, *act_shape), act_dtype),
+                             prev_rewards=z((T, B)), start_state={k: torch.zeros_like(v) for k, v in state.items()})
         return cls(
             obs=obs,
             actions=z((T, B, *act_shape), act_dtype),
@@ -180,4 +194,5 @@ class Rollout:
             terminated=z((T, B), torch.bool),
             truncated=z((T, B), torch.bool),
             valid=z((T, B), torch.bool),
+            **recurrent,
         )

@@ -173,13 +173,13 @@ CHEAP = sorted({c.split("#")[0].strip() for _, c in COMMAND_LINES if _cheap(c)})
 def test_cheap_documented_commands_run(tmp_path, capsys):
     """Run each CartPole training command with a tiny budget, then eval and plot its folder."""
     assert len(CHEAP) >= 4, CHEAP  # ppo, impala, dqn, apex
-    for command in CHEAP:
-        runs = tmp_path / command.split()[2]
+    for i, command in enumerate(CHEAP):
+        runs = tmp_path / f"{command.split()[2]}{i}"  # one folder per command (a trainer may have several)
         argv = command.split()[1:] + TINY + ["--runs-dir", str(runs)]
         assert main(argv) == 0, f"`{command}` failed: {capsys.readouterr().err}"
         (folder,) = runs.iterdir()
         assert (folder / "checkpoint.pt").exists() and (folder / "config.json").exists()
-    ppo_run = next((tmp_path / "ppo").iterdir())
+    ppo_run = next(next(tmp_path.glob("ppo*")).iterdir())
     for _, command in COMMAND_LINES:
         words = command.split()
         if words[1] in ("eval", "plot") and "--video" not in words:

@@ -7,7 +7,8 @@ ignored. That reset step is stored with ``valid=False`` so losses skip it.
 
 - :class:`SyncSampler` steps every env in lockstep (the engine's sync mode). It is
   deterministic for a fixed seed on any backend and can replay its action log to rebuild
-  the envs' state exactly after a resume.
+  the envs' state exactly after a resume. With a recurrent policy it keeps each env's state
+  between steps and records it at the start of every rollout (`seedpool.actors.memory`).
 - :class:`DoubleBufferedSampler` splits the envs into two halves with the engine's async
   mode (``batch_size = num_envs / 2``): the policy runs on one half while the other steps.
 """
@@ -21,9 +22,11 @@ import torch
 
 from seedpool.actors.actions import env_actions
 from seedpool.actors.episodes import EpisodeTracker
+from seedpool.actors.memory import PolicyMemory
 from seedpool.models.precision import Precision, autocast
 from seedpool.timing import PhaseTimer
 from seedpool.models.base import ActorCritic
+from seedpool.models.recurrent import is_recurrent
 from seedpool.records import Episode, Rollout
 
 
@@ -53,6 +56,15 @@ def _compact(actions: np.ndarray, space: gym.Space) -> np.ndarray:
     return actions
 
 
+def _memory(policy: ActorCritic, num_envs: int, action_space: gym.Space, device: str) -> PolicyMemory | None:
+    """A recurrent policy's per-env memory, or None for a feed-forward policy."""
+    if not is_recurrent(policy):
+        return None
+    discrete = isinstance(action_space, gym.spaces.Discrete)
+    shape = () if discrete else tuple(action_space.shape)
+    return PolicyMemory(policy, num_envs, shape, torch.int64 if discrete else torch.float32, device)
+
+
 class SyncSampler:
     """Lockstep sampler: every env steps once per policy call (engine sync mode)."""
 
@@ -63,8 +75,11 @@ class SyncSampler:
         self.B = pool.num_envs
         self.timer = timer or PhaseTimer()
         self.episodes = EpisodeTracker(self.B)
+        # A recurrent policy's state between steps (None for a feed-forward policy).
+        self.memory = _memory(policy, self.B, pool.single_action_space, device)
         self.buf = Rollout.allocate(num_steps, self.B, pool.single_observation_space,
-                                    pool.single_action_space, device)
+                                    pool.single_action_space, device,
+                                    None if self.memory is None else self.memory.state)
         self._host = _HostViews(self.buf) if torch.device(device).type == "cpu" else None
         self.env_steps = 0
         self._action_dtype = np.int64 if isinstance(pool.single_action_space, gym.spaces.Discrete) else np.float32
@@ -79,6 +94,8 @@ class SyncSampler:
         t0 = time.perf_counter()
         self.next_obs, _ = self.pool.reset()
         self.next_valid[:] = True
+        if self.memory is not None:
+            self.memory.reset()
         self.timer.add("env", time.perf_counter() - t0)
 
     def replay(self, actions: np.ndarray, env_steps: int) -> None:
@@ -94,17 +111,22 @@ class SyncSampler:
             self.action_log = list(actions)
 
     def state_dict(self) -> dict:
-        """The env step counter and the action log (None when off or over its limit)."""
+        """The env step counter, the action log (None when off or over its limit) and a recurrent
+        policy's memory (None for a feed-forward one)."""
         actions = None
         if self.action_log is not None:
             log = np.stack(self.action_log) if self.action_log else np.zeros((0, self.B), np.int64)
             actions = torch.from_numpy(_compact(log, self.pool.single_action_space))
-        return {"env_steps": self.env_steps, "actions": actions}
+        memory = None if self.memory is None else self.memory.state_dict()
+        return {"env_steps": self.env_steps, "actions": actions, "memory": memory}
 
     def load_state_dict(self, state: dict) -> None:
-        """Continue a run: replay the logged actions, or start fresh episodes without a log."""
+        """Continue a run: replay the logged actions (and restore the policy's memory of them), or
+        start fresh episodes (and fresh memory) without a log."""
         if state.get("actions") is not None:
             self.replay(state["actions"].numpy(), int(state["env_steps"]))
+            if self.memory is not None and state.get("memory") is not None:
+                self.memory.load_state_dict(state["memory"])
         else:
             self.start()
             self.env_steps = int(state["env_steps"])
@@ -118,13 +140,19 @@ class SyncSampler:
         host = self._host  # numpy views of the buffers when they live in CPU memory
         space = pool.single_action_space
         obs, valid = self.next_obs, self.next_valid
+        memory = self.memory
+        if memory is not None:
+            memory.begin(buf)
         episodes: list[Episode] = []
         infer_s = env_s = 0.0
         for t in range(self.T):
             t0 = time.perf_counter()
             obs_t = torch.as_tensor(obs, device=device)
             with torch.inference_mode(), autocast(self.precision, obs_t.device.type):
-                action, logprob, value = policy.act(obs_t)
+                if memory is None:
+                    action, logprob, value = policy.act(obs_t)
+                else:
+                    action, logprob, value = memory.act(obs_t, t, buf)
             env_action = _to_env(action, space)
             if host is not None:
                 host.actions[t] = action.numpy()
@@ -151,6 +179,8 @@ class SyncSampler:
                 buf.truncated[t] = torch.from_numpy(trunc)
             self._log_action(env_action)
             self.env_steps += self.B
+            if memory is not None:
+                memory.observe(rew, valid)
             valid = ~(term | trunc)
             episodes += self.episodes.update(self.env_steps, term, trunc, info)
             obs = next_obs
@@ -158,7 +188,8 @@ class SyncSampler:
             env_s += t2 - t1
         t0 = time.perf_counter()
         with torch.inference_mode(), autocast(self.precision, torch.device(device).type):
-            buf.values[self.T] = policy.value(torch.as_tensor(obs, device=device))
+            last = torch.as_tensor(obs, device=device)
+            buf.values[self.T] = policy.value(last) if memory is None else memory.value(last)
         self.timer.add("inference", infer_s + time.perf_counter() - t0)
         self.timer.add("env", env_s)
         self.next_obs, self.next_valid = obs, valid
@@ -301,5 +332,8 @@ def make_sampler(kind: str, pool, policy: ActorCritic, num_steps: int, device: s
     if kind == "sync":
         return SyncSampler(pool, policy, num_steps, device, timer, replay_limit, precision)
     if kind == "double":
+        if is_recurrent(policy):
+            raise ValueError("the double-buffered sampler does not carry a recurrent policy's state; "
+                             "use --sampler sync (or auto) with --model.core lstm|gru")
         return DoubleBufferedSampler(pool, policy, num_steps, device, timer, precision)
     raise ValueError(f"sampler must be 'sync' or 'double', got {kind!r}")

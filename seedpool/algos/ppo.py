@@ -22,6 +22,7 @@ from seedpool.algos.ppo_numpy import numpy_step_fn
 from seedpool.algos.returns import gae
 from seedpool.models.base import ActorCritic
 from seedpool.models.flat import flatten_parameters
+from seedpool.models.recurrent import is_recurrent
 from seedpool.records import Rollout
 
 
@@ -126,9 +127,20 @@ def ppo_loss(
     ``normalized``: the advantages are already normalised (done once for a whole batch).
     """
     logprob, entropy, value = policy.evaluate(mb.obs, mb.actions)
-    logratio = logprob - mb.logprobs
+    return ppo_objective(logprob, entropy, value, mb.logprobs, mb.values, mb.advantages, mb.returns, cfg,
+                         clip_coef, normalized, with_stats)
+
+
+def ppo_objective(
+    logprob: torch.Tensor, entropy: torch.Tensor, value: torch.Tensor, old_logprobs: torch.Tensor,
+    old_values: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor, cfg: PPOConfig,
+    clip_coef: float | None, normalized: bool = False, with_stats: bool = True,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The PPO objective from the policy's new ``logprob``, ``entropy`` and ``value`` of N steps and
+    what the rollout stored for them (all flat ``[N]``); feed-forward and recurrent PPO share it."""
+    logratio = logprob - old_logprobs
     ratio = logratio.exp()
-    adv = mb.advantages
+    adv = advantages
     if cfg.norm_adv and not normalized and adv.numel() > 1:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     pg_loss = adv * ratio
@@ -136,10 +148,10 @@ def ppo_loss(
         pg_loss = torch.min(pg_loss, adv * ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef))
     pg_loss = -pg_loss.mean()
     if cfg.clip_vloss and clip_coef is not None:
-        v_clipped = mb.values + (value - mb.values).clamp(-clip_coef, clip_coef)
-        v_loss = torch.max((value - mb.returns).pow(2), (v_clipped - mb.returns).pow(2)).mean()
+        v_clipped = old_values + (value - old_values).clamp(-clip_coef, clip_coef)
+        v_loss = torch.max((value - returns).pow(2), (v_clipped - returns).pow(2)).mean()
     else:
-        v_loss = F.mse_loss(value, mb.returns)
+        v_loss = F.mse_loss(value, returns)
     loss = pg_loss + cfg.vf_coef * v_loss
     if cfg.ent_coef:
         loss = loss - cfg.ent_coef * entropy.mean()
@@ -241,7 +253,10 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
 
 
 class PPOLearner(GradientLearner):
-    """PPO as a `Learner`: ``update(rollout)`` is one PPO update (all epochs and minibatches)."""
+    """PPO as a `Learner`: ``update(rollout)`` is one PPO update (all epochs and minibatches).
+
+    A recurrent policy learns through time over whole env sequences
+    (`seedpool.algos.ppo_recurrent`); a feed-forward one from shuffled steps."""
 
     def __init__(self, model: ActorCritic, cfg: PPOConfig, total_steps: int, precision: Precision = "fp32") -> None:
         # One flat tensor holds every parameter: fused Adam and clipping touch one buffer.
@@ -257,8 +272,16 @@ class PPOLearner(GradientLearner):
         lr = linear_decay(cfg.learning_rate, self.progress, cfg.anneal_lr)
         set_learning_rate(self.optimizer, lr)
         clip = None if cfg.clip_coef is None else linear_decay(cfg.clip_coef, self.progress, cfg.anneal_clip)
-        batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
-        stats = ppo_update(self.model, self.gradient, batch, cfg, clip, self.version)
+        if is_recurrent(self.model):
+            # Imported here: ppo_recurrent builds on this module's batch and objective.
+            from seedpool.algos.ppo_recurrent import make_sequence_batch, recurrent_ppo_update
+
+            # Learning through time from the stored start state: always the autograd path.
+            seqs = make_sequence_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
+            stats = recurrent_ppo_update(self.model, self.gradient, seqs, cfg, clip, self.version)
+        else:
+            batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
+            stats = ppo_update(self.model, self.gradient, batch, cfg, clip, self.version)
         self._advance(rollout.num_steps)
         scalars = {f"losses/{k}": v for k, v in stats.items()}
         scalars["charts/learning_rate"] = lr

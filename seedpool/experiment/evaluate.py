@@ -15,10 +15,11 @@ import numpy as np
 import torch
 
 from seedpool.actors.actions import env_actions
+from seedpool.actors.memory import PolicyMemory
 from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.config import config_from_dict
 from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
-from seedpool.models import ActorCritic, ModelConfig, QModelConfig, make_policy, make_q_network
+from seedpool.models import ActorCritic, ModelConfig, QModelConfig, is_recurrent, make_policy, make_q_network
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 
 # Algorithms whose checkpoint's model is a Q network (acting greedily on it).
@@ -107,12 +108,15 @@ def evaluate_run(run_dir: Path, episodes: int = 10, seed: int = 10_000, determin
     with seedpool.make(cfg["env"], num_envs=num_envs, seed=seed, backend=backend,
                        **eval_env_options(cfg)) as pool:
         policy = load_run_policy(run_dir, (pool.single_observation_space, pool.single_action_space), device)
+        act = _Actor(policy, num_envs, pool.single_action_space, device)
         returns, lengths = [], []
         obs, _ = pool.reset()
+        valid = np.ones(num_envs, bool)  # False on a final observation (the next step resets the env)
         while quota.sum() > 0:
-            with torch.no_grad():
-                action, _, _ = policy.act(torch.as_tensor(obs, device=device), deterministic)
-            obs, _, term, trunc, info = pool.step(env_actions(action.cpu().numpy(), pool.single_action_space))
+            action = act(torch.as_tensor(obs, device=device), deterministic)
+            obs, rew, term, trunc, info = pool.step(env_actions(action.cpu().numpy(), pool.single_action_space))
+            act.observe(rew, valid)
+            valid = ~(term | trunc)
             for i in np.flatnonzero((term | trunc) & (quota > 0)):
                 quota[i] -= 1
                 returns.append(float(info["episode_return"][i]))
@@ -137,13 +141,14 @@ def record_video(run_dir: Path, out: Path, seed: int = 10_000, deterministic: bo
         raise RunDirError(f"cannot render {cfg['env']} for a video: {err}. For classic-control envs "
                           "install pygame (pip install pygame)") from None
     policy = load_run_policy(run_dir, (env.observation_space, env.action_space))
+    act = _Actor(policy, 1, env.action_space, "cpu")
     limit = min(spec.max_episode_steps or max_steps, max_steps)
     for _ in range(limit):
-        with torch.no_grad():
-            action, _, _ = policy.act(torch.as_tensor(obs).unsqueeze(0), deterministic)
+        action = act(torch.as_tensor(obs).unsqueeze(0), deterministic)
         a = action[0].numpy()
         a = int(a) if a.ndim == 0 else env_actions(a, env.action_space)
-        obs, _, term, trunc, _ = env.step(a)
+        obs, rew, term, trunc, _ = env.step(a)
+        act.observe(np.array([rew], np.float32), np.ones(1, bool))
         frames.append(env.render())
         if term or trunc:
             break
@@ -167,3 +172,27 @@ def _write_video(out: Path, frames: list[np.ndarray], fps: int) -> Path:
             out = out.with_suffix(".gif")
     imageio.mimsave(out, frames, duration=1000 / fps, loop=0)
     return out
+
+
+class _Actor:
+    """``act(obs, deterministic) -> actions`` for n envs: a feed-forward policy's `act`, or a
+    recurrent one's step with each env's memory carried between calls (reset after a final observation)."""
+
+    def __init__(self, policy: ActorCritic, n: int, action_space, device: str) -> None:
+        self.policy = policy
+        self.memory = None
+        if is_recurrent(policy):
+            discrete = not action_space.shape
+            self.memory = PolicyMemory(policy, n, tuple(action_space.shape),
+                                       torch.int64 if discrete else torch.float32, device)
+
+    def __call__(self, obs: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        with torch.no_grad():
+            if self.memory is None:
+                return self.policy.act(obs, deterministic)[0]
+            return self.memory.act(obs, deterministic=deterministic)[0]
+
+    def observe(self, rewards: np.ndarray, acted_valid: np.ndarray) -> None:
+        """After a step: what the memory needs (the reward, and which envs start an episode next)."""
+        if self.memory is not None:
+            self.memory.observe(np.asarray(rewards, np.float32), acted_valid)

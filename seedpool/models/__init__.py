@@ -1,4 +1,5 @@
-"""Policy networks (the :class:`ActorCritic` interface, an MLP and the Nature CNN) and Q networks.
+"""Policy networks (the :class:`ActorCritic` interface, an MLP, the Nature CNN, and either torso
+with a recurrent core) and Q networks.
 
 ``make_policy(obs_space, action_space, ModelConfig())`` and
 ``make_q_network(obs_space, action_space, QModelConfig())`` pick the network that fits the
@@ -11,11 +12,13 @@ from typing import Literal
 
 import gymnasium as gym
 import numpy as np
+from torch import nn
 
 from seedpool.models.base import ActorCritic
-from seedpool.models.cnn import NatureCNNActorCritic
+from seedpool.models.cnn import NatureCNNActorCritic, NatureCNNTorso
 from seedpool.models.distributions import CategoricalHead, GaussianHead
 from seedpool.models.mlp import MLPActorCritic
+from seedpool.models.recurrent import MLPTorso, RecurrentActorCritic, is_recurrent
 from seedpool.models.q import MinAtarQNetwork, MLPQNetwork, NatureCNNQNetwork, QNetwork
 
 __all__ = [
@@ -30,6 +33,8 @@ __all__ = [
     "NatureCNNQNetwork",
     "QModelConfig",
     "QNetwork",
+    "RecurrentActorCritic",
+    "is_recurrent",
     "make_policy",
     "make_q_network",
 ]
@@ -47,6 +52,17 @@ class ModelConfig:
     """MLP activation function."""
     init_log_std: float = 0.0
     """Initial log standard deviation of the Gaussian policy (continuous actions only)."""
+    core: Literal["none", "lstm", "gru"] = "none"
+    """Recurrent core after the torso: "lstm" or "gru" give the policy memory (its state resets where
+    an episode starts); "none" is feed-forward (see docs/recurrent.md)."""
+    core_size: int = 128
+    """Width of the recurrent core's state (with --model.core lstm|gru)."""
+    prev_action: bool = False
+    """Feed the previous action to the recurrent core (one-hot for discrete actions)."""
+    prev_reward: bool = False
+    """Feed the previous reward to the recurrent core."""
+    critic_core: bool = False
+    """Give the value head a recurrent core of its own (the policy's core then learns from the policy loss only)."""
 
 
 def is_image_space(space: gym.Space) -> bool:
@@ -67,21 +83,46 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     kind = cfg.kind
     if kind == "auto":
         kind = "cnn" if is_image_space(obs_space) else "mlp"
+    if cfg.core != "none":
+        return make_recurrent_policy(obs_space, action_space, cfg, kind)
     if kind == "cnn":
-        if not is_image_space(obs_space):
-            raise ValueError(
-                "the CNN policy needs image observations: uint8 frames shaped [C, H, W] such as "
-                f"Atari's 4x84x84; this env gives {obs_space.dtype} {obs_space.shape}. "
-                "Use --model.kind mlp (or auto)."
-            )
-        if not discrete:
-            raise ValueError(f"the CNN policy supports Discrete actions only; this env has {action_space}.")
+        _check_cnn(obs_space, action_space)
         return NatureCNNActorCritic(obs_space.shape, int(action_space.n))
     obs_dim = int(np.prod(obs_space.shape))
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
     return MLPActorCritic(
         obs_dim, action_dim, continuous, tuple(cfg.hidden_sizes), cfg.activation, cfg.init_log_std
     )
+
+
+def _check_cnn(obs_space: gym.Space, action_space: gym.Space) -> None:
+    """Raise ValueError unless the CNN policy fits these spaces."""
+    if not is_image_space(obs_space):
+        raise ValueError(
+            "the CNN policy needs image observations: uint8 frames shaped [C, H, W] such as "
+            f"Atari's 4x84x84; this env gives {obs_space.dtype} {obs_space.shape}. "
+            "Use --model.kind mlp (or auto)."
+        )
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise ValueError(f"the CNN policy supports Discrete actions only; this env has {action_space}.")
+
+
+def make_recurrent_policy(obs_space: gym.spaces.Box, action_space: gym.Space, cfg: ModelConfig,
+                          kind: str) -> RecurrentActorCritic:
+    """The torso ``kind`` ("mlp" or "cnn") followed by the ``cfg.core`` recurrent core and the heads."""
+    if cfg.core not in ("lstm", "gru"):
+        raise ValueError(f"--model.core must be lstm, gru or none, got {cfg.core!r}")
+    if cfg.core_size < 1:
+        raise ValueError(f"--model.core-size must be at least 1, got {cfg.core_size}")
+    discrete = isinstance(action_space, gym.spaces.Discrete)
+    if kind == "cnn":
+        _check_cnn(obs_space, action_space)
+        torso: nn.Module = NatureCNNTorso(obs_space.shape)
+    else:
+        torso = MLPTorso(int(np.prod(obs_space.shape)), tuple(cfg.hidden_sizes), cfg.activation)
+    action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
+    return RecurrentActorCritic(torso, torso.out_dim, cfg.core, cfg.core_size, action_dim, not discrete,
+                                cfg.prev_action, cfg.prev_reward, cfg.init_log_std, cfg.critic_core)
 
 
 @dataclass

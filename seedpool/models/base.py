@@ -25,6 +25,8 @@ class ActorCritic(nn.Module):
     """
 
     head: ActionHead
+    recurrent = False
+    """True for policies that carry state between steps (`seedpool.models.recurrent`)."""
 
     def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
         """Distribution params and state values ``[B]`` for a batch of observations."""

@@ -8,6 +8,40 @@ from seedpool.models.base import ActorCritic, layer_init, scaled_trunk
 from seedpool.models.distributions import CategoricalHead, Params
 
 
+def nature_trunk(obs_shape: tuple[int, int, int]) -> tuple[nn.Sequential, int]:
+    """The Nature-DQN convolutions (flattened output) and their output width for ``obs_shape``."""
+    trunk = nn.Sequential(
+        layer_init(nn.Conv2d(obs_shape[0], 32, 8, stride=4)),
+        nn.ReLU(),
+        layer_init(nn.Conv2d(32, 64, 4, stride=2)),
+        nn.ReLU(),
+        layer_init(nn.Conv2d(64, 64, 3, stride=1)),
+        nn.ReLU(),
+        nn.Flatten(),
+    )
+    with torch.no_grad():
+        flat = trunk(torch.zeros(1, *obs_shape)).shape[1]
+    return trunk, flat
+
+
+class NatureCNNTorso(nn.Module):
+    """The Nature CNN up to its 512-wide hidden layer: features for a recurrent core."""
+
+    memory_format = torch.channels_last
+    out_dim = 512
+
+    def __init__(self, obs_shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.trunk, flat = nature_trunk(obs_shape)
+        self.fc = nn.Sequential(layer_init(nn.Linear(flat, 512)), nn.ReLU())
+        self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
+        self.to(memory_format=self.memory_format)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Features ``[B, 512]`` of uint8 frames ``[B, C, H, W]``."""
+        return self.fc(scaled_trunk(self.trunk, obs, self.scale, self.memory_format))
+
+
 class NatureCNNActorCritic(ActorCritic):
     """Shared conv trunk with linear policy and value heads; takes uint8 ``[B, C, H, W]``."""
 
@@ -18,18 +52,7 @@ class NatureCNNActorCritic(ActorCritic):
 
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int) -> None:
         super().__init__()
-        channels = obs_shape[0]
-        self.trunk = nn.Sequential(
-            layer_init(nn.Conv2d(channels, 32, 8, stride=4)),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
-            nn.ReLU(),
-            nn.Flatten(),
-        )
-        with torch.no_grad():
-            flat = self.trunk(torch.zeros(1, *obs_shape)).shape[1]
+        self.trunk, flat = nature_trunk(obs_shape)
         self.fc = nn.Sequential(layer_init(nn.Linear(flat, 512)), nn.ReLU())
         self.pi_head = layer_init(nn.Linear(512, num_actions), std=0.01)
         self.vf_head = layer_init(nn.Linear(512, 1), std=1.0)

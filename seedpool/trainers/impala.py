@@ -38,6 +38,10 @@ class IMPALATrainConfig(CentralRunConfig):
 
 def train_impala(cfg: IMPALATrainConfig) -> RunResult:
     """Train IMPALA with SEED-style central inference; returns the run's headline numbers."""
+    if cfg.model.core != "none":
+        # The inference server's state slots are not yet wired to a recurrent policy (issue 17, part 3).
+        raise ValueError(f"--model.core {cfg.model.core}: recurrent policies train with `seedpool train ppo` "
+                         "for now; IMPALA/APPO on the central-inference system takes --model.core none")
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
     env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)

@@ -30,6 +30,8 @@ class PPOTrainConfig(RunConfig):
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     replay_limit: int = 2_000_000
     """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
+    stop_at_return: float | None = None
+    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
@@ -38,6 +40,10 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
     ``pool``: an already built pool with the engine's API to train on instead of
     ``seedpool.make(cfg.env, ...)`` (benchmarks feed EnvPool this way); it is closed at the end.
     """
+    if cfg.model.core != "none" and cfg.ppo.num_minibatches > cfg.num_envs:
+        # Recurrent minibatches are groups of whole env sequences (checked here, before a run folder exists).
+        raise ValueError(f"--model.core {cfg.model.core}: a minibatch holds whole env sequences, so "
+                         f"--ppo.num-minibatches must be at most --num-envs ({cfg.num_envs}), got {cfg.ppo.num_minibatches}")
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
     sampler_kind = _sampler_kind(cfg)
@@ -56,7 +62,7 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
             run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device} ({precision})")
             if ckpt is not None:
                 _restore(ckpt, learner, sampler)
-            run_sync(run, sampler, learner, cfg.total_timesteps, lambda: _state(learner, sampler))
+            run_sync(run, sampler, learner, cfg.total_timesteps, lambda: _state(learner, sampler), cfg.stop_at_return)
     finally:
         pool.close()
     return finish_run(run, cfg.env, "ppo")

@@ -1,0 +1,230 @@
+"""Recurrent actor-critics: a torso (MLP or Nature CNN), an LSTM or GRU core, policy and value heads.
+
+A recurrent policy carries a state per env from one step to the next. Where an episode
+starts (the first observation after a reset: after ``terminated`` or ``truncated``, the
+engine's autoreset step, and the very first step of a run) the caller sets ``first`` for
+that row, and the core resets the row's state to zeros *before* using it, in acting and
+in learning alike. So a state handed in is always the state "entering" the observation,
+and the same masks make a step-by-step pass and a whole-sequence pass compute the same
+numbers (``tests/test_recurrent.py``).
+
+The state is a dict of ``[B, H]`` float32 tensors (``{"h", "c"}`` for an LSTM, ``{"h"}`` for
+a GRU): the shape `seedpool.records.State` names and the inference server's state slots keep.
+
+Optionally the core also sees the previous action (one-hot for discrete actions) and the
+previous reward; both are zero on a row that opens an episode.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import nn
+
+from seedpool.models.base import ActorCritic, float32, layer_init
+from seedpool.models.distributions import CategoricalHead, GaussianHead, Params
+
+State = dict[str, torch.Tensor]
+CoreKind = Literal["lstm", "gru"]
+
+
+class RecurrentCore(nn.Module):
+    """An LSTM or GRU stepped through time, its state reset where ``first`` is set.
+
+    A whole sequence runs as few fused ``nn.LSTM``/``nn.GRU`` calls as its resets allow: one
+    call per stretch of time steps in which no env starts an episode (after the first step of
+    the stretch), instead of one Python-level cell call per step; autograd then records one
+    node per stretch, not a dozen per step.
+    """
+
+    def __init__(self, kind: CoreKind, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        if kind == "lstm":
+            self.rnn: nn.Module = nn.LSTM(input_size, hidden_size)
+        elif kind == "gru":
+            self.rnn = nn.GRU(input_size, hidden_size)
+        else:
+            raise ValueError(f"the recurrent core must be 'lstm' or 'gru', got {kind!r}")
+        self.kind, self.hidden_size = kind, hidden_size
+        # Orthogonal weights and zero biases, as CleanRL's LSTM agents initialise their cores.
+        for name, p in self.rnn.named_parameters():
+            if name.startswith("weight"):
+                nn.init.orthogonal_(p, 1.0)
+            else:
+                nn.init.zeros_(p)
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """The keys of this core's state dict."""
+        return ("h", "c") if self.kind == "lstm" else ("h",)
+
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        """Zero state for ``batch`` rows."""
+        return {k: torch.zeros(batch, self.hidden_size, device=device) for k in self.state_names}
+
+    def _run(self, x: torch.Tensor, state: State, keep: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """``x [L, B, F]`` with no reset after its first step, from ``state`` masked by ``keep [B]``."""
+        keep = keep.to(torch.float32).unsqueeze(-1)
+        if self.kind == "lstm":
+            out, (h, c) = self.rnn(x, ((state["h"] * keep)[None], (state["c"] * keep)[None]))
+            # Under bf16 autocast the core computes in bfloat16; the carried state stays float32.
+            return out, {"h": h[0].float(), "c": c[0].float()}
+        out, h = self.rnn(x, (state["h"] * keep)[None])
+        return out, {"h": h[0].float()}
+
+    def step(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """One time step: ``x [B, F]``, the state entering it, ``first [B]`` -> (output ``[B, H]``, next state)."""
+        out, state = self._run(x[None], state, ~first)
+        return out[0], state
+
+    def sequence(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """``x [T, B, F]`` from ``state`` with resets at ``first [T, B]`` -> (outputs ``[T, B, H]``, final state)."""
+        T = x.shape[0]
+        starts = [0] + [int(t) for t in torch.nonzero(first[1:].any(dim=1)).flatten() + 1]
+        outs = []
+        for a, b in zip(starts, starts[1:] + [T]):
+            out, state = self._run(x[a:b], state, ~first[a])
+            outs.append(out)
+        return torch.cat(outs) if len(outs) > 1 else outs[0], state
+
+
+class RecurrentActorCritic(ActorCritic):
+    """torso -> [previous action, previous reward] -> LSTM/GRU core -> policy and value heads.
+
+    Acting calls :meth:`act_step` once per step with the state entering it; learning calls
+    :meth:`evaluate_sequence` over whole time-major sequences from the state stored at their
+    start. ``forward(obs)`` (no state) is refused: a recurrent policy needs its state.
+    """
+
+    recurrent = True
+
+    def __init__(self, torso: nn.Module, feature_dim: int, core: CoreKind, core_size: int, action_dim: int,
+                 continuous: bool, prev_action: bool = False, prev_reward: bool = False,
+                 init_log_std: float = 0.0, critic_core: bool = False) -> None:
+        super().__init__()
+        self.torso = torso
+        self.continuous, self.action_dim = continuous, action_dim
+        self.prev_action, self.prev_reward = prev_action, prev_reward
+        extra = (action_dim if prev_action else 0) + (1 if prev_reward else 0)
+        self.core = RecurrentCore(core, feature_dim + extra, core_size)
+        # A second core of its own for the value head: value errors then do not shape the policy's memory.
+        self.vf_core = RecurrentCore(core, feature_dim + extra, core_size) if critic_core else None
+        self.pi_head = layer_init(nn.Linear(core_size, action_dim), std=0.01)
+        self.vf_head = layer_init(nn.Linear(core_size, 1), std=1.0)
+        self.head = GaussianHead() if continuous else CategoricalHead()
+        if continuous:
+            self.log_std = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
+
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        """Zero state for ``batch`` envs."""
+        state = self.core.initial_state(batch, device)
+        if self.vf_core is not None:
+            state.update({"vf_" + k: v for k, v in self.vf_core.initial_state(batch, device).items()})
+        return state
+
+    def _cores(self, x: torch.Tensor, state: State, first: torch.Tensor, whole: bool,
+               ) -> tuple[torch.Tensor, torch.Tensor, State]:
+        """Policy and value features from the core(s): one step (``whole`` False) or a sequence."""
+        run = (lambda core, st: core.sequence(x, st, first)) if whole else (lambda core, st: core.step(x, st, first))
+        pi_state = {k: state[k] for k in self.core.state_names}
+        pi_hidden, next_state = run(self.core, pi_state)
+        if self.vf_core is None:
+            return pi_hidden, pi_hidden, next_state
+        vf_hidden, vf_state = run(self.vf_core, {k: state["vf_" + k] for k in self.vf_core.state_names})
+        return pi_hidden, vf_hidden, {**next_state, **{"vf_" + k: v for k, v in vf_state.items()}}
+
+    def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        raise TypeError("a recurrent policy needs its state: call act_step(obs, state, first, ...) or "
+                        "evaluate_sequence(...), not forward(obs)")
+
+    def _core_inputs(self, features: torch.Tensor, first: torch.Tensor, prev_action: torch.Tensor | None,
+                     prev_reward: torch.Tensor | None) -> torch.Tensor:
+        """Features ``[N, F]`` joined with the previous action and reward (zero on first rows)."""
+        if not (self.prev_action or self.prev_reward):
+            return features
+        keep = (~first).to(features.dtype).unsqueeze(-1)
+        parts = [features]
+        if self.prev_action:
+            if prev_action is None:
+                raise ValueError("this policy takes the previous action as input (prev_action=True); none was given")
+            if self.continuous:
+                a = prev_action.to(features.dtype).reshape(len(features), -1)
+            else:
+                a = nn.functional.one_hot(prev_action.long().reshape(-1), self.action_dim).to(features.dtype)
+            parts.append(a * keep)
+        if self.prev_reward:
+            if prev_reward is None:
+                raise ValueError("this policy takes the previous reward as input (prev_reward=True); none was given")
+            parts.append(prev_reward.to(features.dtype).reshape(-1, 1) * keep)
+        return torch.cat(parts, dim=-1)
+
+    def _outputs(self, pi_hidden: torch.Tensor, vf_hidden: torch.Tensor) -> tuple[Params, torch.Tensor]:
+        out = self.pi_head(pi_hidden)
+        value = self.vf_head(vf_hidden).squeeze(-1)
+        if self.continuous:
+            return (out, self.log_std.expand_as(out)), value
+        return out, value
+
+    def step(self, obs: torch.Tensor, state: State, first: torch.Tensor, prev_action: torch.Tensor | None = None,
+             prev_reward: torch.Tensor | None = None) -> tuple[Params, torch.Tensor, State]:
+        """One step of ``B`` envs: (distribution params, values ``[B]``, the state entering the next step)."""
+        x = self._core_inputs(self.torso(obs), first, prev_action, prev_reward)
+        pi_hidden, vf_hidden, state = self._cores(x, state, first, whole=False)
+        params, value = self._outputs(pi_hidden, vf_hidden)
+        return params, value, state
+
+    def sequence(self, obs: torch.Tensor, state: State, first: torch.Tensor,
+                 prev_actions: torch.Tensor | None = None, prev_rewards: torch.Tensor | None = None,
+                 ) -> tuple[Params, torch.Tensor, State]:
+        """``T`` steps of ``B`` envs, time-major: params and values ``[T, B, ...]``, and the final state.
+
+        The torso runs once on all ``T x B`` observations; only the core steps through time.
+        """
+        T, B = first.shape
+        flat_first = first.reshape(T * B)
+        flat = lambda a: None if a is None else a.reshape(T * B, *a.shape[2:])  # noqa: E731
+        features = self.torso(obs.reshape(T * B, *obs.shape[2:]))
+        x = self._core_inputs(features, flat_first, flat(prev_actions), flat(prev_rewards))
+        pi_hidden, vf_hidden, state = self._cores(x.reshape(T, B, -1), state, first, whole=True)
+        params, value = self._outputs(pi_hidden, vf_hidden)
+        return params, value, state
+
+    def act_step(self, obs: torch.Tensor, state: State, first: torch.Tensor, prev_action: torch.Tensor | None = None,
+                 prev_reward: torch.Tensor | None = None, deterministic: bool = False,
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, State]:
+        """Sample actions; returns ``(action, logprob, value, next state)``."""
+        params, value, state = self.step(obs, state, first, prev_action, prev_reward)
+        params, value = float32((params, value))
+        action, logprob = self.head.sample_log_prob(params, deterministic)
+        return action, logprob, value, state
+
+    def evaluate_sequence(self, obs: torch.Tensor, actions: torch.Tensor, state: State, first: torch.Tensor,
+                          prev_actions: torch.Tensor | None = None, prev_rewards: torch.Tensor | None = None,
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Re-score stored actions of whole sequences: ``(logprob, entropy, value)``, each ``[T, B]``."""
+        params, value, _ = self.sequence(obs, state, first, prev_actions, prev_rewards)
+        params, value = float32((params, value))
+        logprob, entropy = self.head.log_prob_entropy(params, actions)
+        return logprob, entropy, value
+
+
+class MLPTorso(nn.Module):
+    """Linear + activation layers over flattened vector observations."""
+
+    def __init__(self, obs_dim: int, hidden: tuple[int, ...], activation: str) -> None:
+        super().__init__()
+        from seedpool.models.mlp import _ACTIVATIONS, _stack
+
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        # No hidden layers: the core reads the observations themselves.
+        self.net = _stack(obs_dim, hidden, activation)
+        self.out_dim = hidden[-1] if hidden else obs_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs.flatten(1).float())
+
+
+def is_recurrent(policy: nn.Module) -> bool:
+    """True for a policy that carries state between steps (see :class:`RecurrentActorCritic`)."""
+    return bool(getattr(policy, "recurrent", False))
