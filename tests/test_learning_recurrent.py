@@ -42,8 +42,9 @@ def test_recurrent_ppo_doubles_what_feed_forward_ever_reaches_within_40k_steps(t
     assert result.step <= 40_000, f"reached 100 only after {result.step} env steps"
 
 
-def test_feed_forward_ppo_stays_below_100_on_the_same_task(tmp_path):
-    cfg = dataclasses.replace(ppo_defaults("CartPole-v1"), env=ENV, total_timesteps=100_000, backend="serial",
+def test_feed_forward_ppo_stays_below_100_on_the_same_task_and_budget(tmp_path):
+    # The same 40k steps the recurrent policy gets (its best over 100k was 62.8).
+    cfg = dataclasses.replace(ppo_defaults("CartPole-v1"), env=ENV, total_timesteps=40_000, backend="serial",
                               runs_dir=tmp_path, progress="off", tensorboard=False)
     result = train_ppo(cfg)
     _, mean20 = _mean20(result.run_dir)
