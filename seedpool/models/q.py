@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from seedpool.models.base import layer_init, scaled_trunk
+from seedpool.models.cnn import nature_trunk
 
 
 def _relu_stack(in_dim: int, widths: tuple[int, ...]) -> tuple[nn.Sequential, int]:
@@ -91,17 +92,7 @@ class NatureCNNQNetwork(QNetwork):
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, dueling: bool = False) -> None:
         super().__init__()
         self.num_actions, self.dueling = num_actions, dueling
-        self.torso = nn.Sequential(
-            layer_init(nn.Conv2d(obs_shape[0], 32, 8, stride=4)),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)),
-            nn.ReLU(),
-            nn.Flatten(),
-        )
-        with torch.no_grad():
-            flat = self.torso(torch.zeros(1, *obs_shape)).shape[1]
+        self.torso, flat = nature_trunk(obs_shape)
         self.head = QHead(flat, (512,), num_actions, dueling)
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
         self.to(memory_format=self.memory_format)
