@@ -150,3 +150,25 @@ def resume_env_seed(seed: int, checkpoint: dict[str, Any]) -> int:
     """A fresh env seed for a resumed run whose envs cannot be replayed: derived from the run's
     seed and the step it stopped at, so a resumed segment never repeats the episodes of an earlier one."""
     return seed + 1_000_003 * (1 + int(checkpoint["counters"]["step"]))
+
+
+def replay_trainer_state(run_dir: Path, learner, acting, save_replay: bool) -> dict[str, Any]:
+    """A replay trainer's checkpoint content (DQN, SAC, TD3): its `ReplayLearner`'s state, the
+    sampler's (``acting``), and, opted in, the replay saved beside the checkpoint."""
+    from seedpool.replay import REPLAY_FILE, save_replay_file
+
+    if save_replay:
+        save_replay_file(run_dir / REPLAY_FILE, learner.replay)
+    return trainer_state(learner.state_dict(), acting=acting.state_dict(),
+                         replay=REPLAY_FILE if save_replay else None)
+
+
+def restore_replay_trainer(run_dir: Path, checkpoint: dict[str, Any], learner, acting) -> None:
+    """Load `replay_trainer_state`'s content (and the saved replay, if any) into freshly built objects."""
+    from seedpool.replay import load_replay_file
+
+    restore_learner(checkpoint, learner)
+    if checkpoint["replay"] and (run_dir / checkpoint["replay"]).exists():
+        load_replay_file(run_dir / checkpoint["replay"], learner.replay)
+    acting.load_state_dict(checkpoint["acting"])
+    set_rng_state(checkpoint["rng"])

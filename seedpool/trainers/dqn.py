@@ -7,7 +7,6 @@ The sync sampler steps every env ``train_frequency / num_envs`` times per round;
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import seedpool
 from seedpool.actors.epsilon_sampler import EpsilonGreedySampler
@@ -15,14 +14,13 @@ from seedpool.algos.dqn import RENAMED_OPTIONS, DQNConfig, DQNLearner, epsilon_g
 from seedpool.algos.replay_learner import ReplayLearner, unit_ratio
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state,
-    setup_torch,
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, setup_torch,
 )
-from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
+from seedpool.experiment.checkpoint import replay_trainer_state, restore_replay_trainer, resume_env_seed
 from seedpool.experiment.config import OptionValue, upgrade_options
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.models.precision import resolve_precision
-from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
+from seedpool.replay import NStepWriter, make_replay
 from seedpool.runners.sync import run_sync
 
 
@@ -63,29 +61,13 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
                 epsilon_greedy, device, run.timer, seed=cfg.seed, precision=precision)
             run.note(f"{pool!r}, {type(replay).__name__}({d.buffer_size:,}), Q network on {device} ({precision})")
             if ckpt is not None:
-                restore(run.dir, ckpt, learner, sampler)
+                restore_replay_trainer(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,
-                     lambda: checkpoint_state(run.dir, learner, sampler, cfg.save_replay))
+                     lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay))
     finally:
         pool.close()
     return finish_run(run, cfg.env, "dqn")
 
-
-def checkpoint_state(run_dir: Path, learner: ReplayLearner, sampler, save_replay: bool) -> dict:
-    """Checkpoint content (and, opted in, the replay beside it)."""
-    if save_replay:
-        save_replay_file(run_dir / REPLAY_FILE, learner.replay)
-    return trainer_state(learner.state_dict(), acting=sampler.state_dict(),
-                         replay=REPLAY_FILE if save_replay else None)
-
-
-def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler) -> None:
-    """Load a checkpoint (and the saved replay, if any) into freshly built objects."""
-    restore_learner(ckpt, learner)
-    if ckpt["replay"] and (run_dir / ckpt["replay"]).exists():
-        load_replay_file(run_dir / ckpt["replay"], learner.replay)
-    sampler.load_state_dict(ckpt["acting"])
-    set_rng_state(ckpt["rng"])
 
 
 def dqn_defaults(env_id: str) -> DQNTrainConfig:

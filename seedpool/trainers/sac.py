@@ -7,20 +7,19 @@ replay and takes ``utd_ratio`` gradient steps per env step; `run_sync` logs and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import seedpool
 from seedpool.actors.continuous_sampler import ContinuousSampler
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.algos.sac import SACConfig, SACLearner
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, setup_torch,
 )
-from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
+from seedpool.experiment.checkpoint import replay_trainer_state, restore_replay_trainer, resume_env_seed
 from seedpool.experiment.config import OptionValue
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 from seedpool.models.precision import resolve_precision
-from seedpool.replay import REPLAY_FILE, NStepWriter, load_replay_file, make_replay, save_replay_file
+from seedpool.replay import NStepWriter, make_replay
 from seedpool.runners.sync import run_sync
 
 
@@ -58,29 +57,13 @@ def train_sac(cfg: SACTrainConfig) -> RunResult:
                                         s.learning_starts, device, run.timer, cfg.seed, precision, agent.observe)
             run.note(f"{pool!r}, replay {s.buffer_size:,}, SAC on {device} ({precision}), {s.utd_ratio:g} updates/step")
             if ckpt is not None:
-                restore(run.dir, ckpt, learner, sampler)
+                restore_replay_trainer(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,
-                     lambda: checkpoint_state(run.dir, learner, sampler, cfg.save_replay))
+                     lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay))
     finally:
         pool.close()
     return finish_run(run, cfg.env, "sac")
 
-
-def checkpoint_state(run_dir: Path, learner: ReplayLearner, sampler: ContinuousSampler, save_replay: bool) -> dict:
-    """Checkpoint content (and, opted in, the replay beside it)."""
-    if save_replay:
-        save_replay_file(run_dir / REPLAY_FILE, learner.replay)
-    return trainer_state(learner.state_dict(), acting=sampler.state_dict(),
-                         replay=REPLAY_FILE if save_replay else None)
-
-
-def restore(run_dir: Path, ckpt: dict, learner: ReplayLearner, sampler: ContinuousSampler) -> None:
-    """Load a checkpoint (and the saved replay, if any) into freshly built objects."""
-    restore_learner(ckpt, learner)
-    if ckpt["replay"] and (run_dir / ckpt["replay"]).exists():
-        load_replay_file(run_dir / ckpt["replay"], learner.replay)
-    sampler.load_state_dict(ckpt["acting"])
-    set_rng_state(ckpt["rng"])
 
 
 def sac_defaults(env_id: str) -> SACTrainConfig:
