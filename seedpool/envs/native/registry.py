@@ -26,6 +26,11 @@ _NATIVE: dict[str, str] = {
     "MountainCarContinuous-v0": "seedpool.envs.native.classic:MountainCarContinuous",
     "Pendulum-v1": "seedpool.envs.native.classic:Pendulum",
     "Acrobot-v1": "seedpool.envs.native.acrobot:Acrobot",
+    # Need mujoco >= 3.17 (mujoco.batch); without it these ids take the Python-env path.
+    "HalfCheetah-v5": "seedpool.envs.native.mujoco_envs:HalfCheetah",
+    "Hopper-v5": "seedpool.envs.native.mujoco_envs:Hopper",
+    "Walker2d-v5": "seedpool.envs.native.mujoco_envs:Walker2d",
+    "Ant-v5": "seedpool.envs.native.mujoco_envs:Ant",
 }
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 # By default only "auto" is native: a backend named explicitly asks for env objects stepped
@@ -74,7 +79,12 @@ def native_spec(task: Any, native: bool | None, backend: str, num_envs: int, max
         return None
     if not registered:
         raise ValueError(f"native=True, but {task!r} has no native family; native ids: {native_ids()}")
-    cls = family_class(task)
+    try:
+        cls = family_class(task)
+    except ImportError as err:  # a package the family needs (mujoco for the MuJoCo families) is missing
+        if native:
+            raise ValueError(f"native=True, but {task}'s native family cannot be imported: {err}") from err
+        return None
     why = _cannot(cls, backend, info_keys, options)
     if native is None and (backend != "auto" or num_envs < cls.native_from):
         return None
