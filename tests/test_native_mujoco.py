@@ -1,0 +1,92 @@
+"""Native MuJoCo families (seedpool/envs/native/mujoco_envs.py): the same episodes as
+gymnasium's v5 envs, and when `make` uses them.
+
+Tolerance: none. Both sides run the same MuJoCo calls on the same model (mj_step with the
+task's frame skip; Ant also mj_rnePostConstraint), and the families compute observations and
+rewards with gymnasium's expressions in gymnasium's precisions, so observations (float64)
+and rewards (the pool's float32) must be equal, as terminations and truncations are.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco", reason="the native MuJoCo families need mujoco: pip install 'seedpool[mujoco]'")
+pytest.importorskip("mujoco.batch", reason="the native MuJoCo families need mujoco >= 3.17 (mujoco.batch)")
+
+import seedpool  # noqa: E402
+from seedpool.envs.native import check_native_env  # noqa: E402
+from seedpool.envs.native import registry  # noqa: E402
+from seedpool.envs.native.mujoco_envs import HalfCheetah, Hopper  # noqa: E402
+
+# (task, pool steps of 4 envs per seed): Ant's step costs ~5x the others'.
+TASKS = [("HalfCheetah-v5", 400), ("Hopper-v5", 400), ("Walker2d-v5", 400), ("Ant-v5", 150)]
+
+
+@pytest.mark.parametrize("seed", [0, 11])
+@pytest.mark.parametrize("task_id,steps", TASKS)
+def test_native_mujoco_plays_gymnasiums_episodes(task_id, steps, seed):
+    report = check_native_env(task_id, num_envs=4, steps=steps, seed=seed, atol=0.0)
+    assert report.max_obs_diff == 0.0
+    if task_id != "HalfCheetah-v5":  # HalfCheetah never terminates: its episodes are 1000 steps
+        assert report.episodes > 0  # terminations, and the resets after them, were compared too
+
+
+def test_batch_threads_give_the_same_episodes():
+    """mujoco.batch steps the envs on several threads: the same results as on one."""
+    assert check_native_env("HalfCheetah-v5", num_envs=5, steps=100, seed=2, atol=0.0, threads=2).steps == 100
+
+
+@pytest.mark.parametrize("family", [HalfCheetah, Hopper])
+def test_rows_in_any_order_step_the_envs_they_name(family):
+    """The engine hands a family env ids in its own order (an array, a slice): each row of
+    the results belongs to the env its id names."""
+    ordered, shuffled = family(5), family(5)
+    ids = np.arange(5)
+    for fam in (ordered, shuffled):
+        for i in range(5):
+            fam.seed(i, 100 + i)
+        fam.reset(ids, None)
+    actions = np.random.default_rng(0).uniform(-1, 1, (5, ordered.model.nu)).astype(np.float32)
+    order = np.array([3, 0, 4, 1])
+    start = shuffled.sim.qpos[2].copy()
+    got = shuffled.step(order, actions[order])
+    want = ordered.step(slice(None), actions)
+    for k in range(3):
+        np.testing.assert_array_equal(got[k], want[k][order])
+    np.testing.assert_array_equal(shuffled.sim.qpos[2], start)  # env 2, not named, was not stepped
+
+
+def test_truncates_at_1000_and_resets_from_the_envs_generator():
+    with seedpool.make("HalfCheetah-v5", num_envs=2, seed=5) as pool:
+        assert pool.backend == "native" and pool.task.max_episode_steps == gym.spec("HalfCheetah-v5").max_episode_steps
+        pool.reset()
+        zeros = np.zeros((2, 6), np.float32)
+        for _ in range(999):
+            _, _, term, trunc, _ = pool.step(zeros)
+            assert not (term | trunc).any()
+        _, _, _, trunc, _ = pool.step(zeros)
+        assert trunc.all()
+        obs, _, _, _, info = pool.step(zeros)  # next_step autoreset: the new episode's first observation
+    env = gym.make("HalfCheetah-v5")
+    env.reset(seed=5)
+    np.testing.assert_array_equal(obs[0], env.reset()[0])  # env 0's generator, after its first reset's draws
+    assert (info["elapsed_step"] == 0).all()
+
+
+def test_only_default_options_go_native(monkeypatch):
+    with seedpool.make("Hopper-v5", num_envs=2) as pool:
+        assert pool.backend == "native"
+    with seedpool.make("Hopper-v5", num_envs=2, native=False, backend="serial") as pool:
+        assert pool.backend == "serial"  # gymnasium's envs
+    with seedpool.make("Hopper-v5", num_envs=2, ctrl_cost_weight=0.01) as pool:  # a gymnasium option
+        assert pool.backend != "native"
+    # A family that cannot be imported (mujoco without mujoco.batch): the Python-env path, or
+    # an error naming the import for native=True.
+    monkeypatch.setitem(registry._NATIVE, "Hopper-v5", "seedpool.envs.native.not_a_module:Hopper")
+    with seedpool.make("Hopper-v5", num_envs=2) as pool:
+        assert pool.backend != "native"
+    with pytest.raises(ValueError, match="cannot be imported"):
+        seedpool.make("Hopper-v5", num_envs=2, native=True)
