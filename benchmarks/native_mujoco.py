@@ -1,0 +1,199 @@
+"""Native MuJoCo families against EnvPool's MuJoCo, gymnasium's vector envs and seedpool's
+Python-env path; writes `benchmarks/results/native_mujoco.md`.
+
+    .venv/bin/python benchmarks/native_mujoco.py                  # 1 s warm-up, 5 x 1 s windows per case
+    .venv/bin/python benchmarks/native_mujoco.py --repeats 7 --window 2 --note "quiet machine"
+    .venv/bin/python benchmarks/native_mujoco.py --quick          # smoke run (not written unless --out)
+
+HalfCheetah-v5 and Ant-v5, 8 envs sync and 16 envs / batch 8 async (issue 18's shape). Every
+case of a group is alive at once and timed in interleaved windows (seedpool.bench's harness),
+so the ratios compare engines under the same load. `seedpool_native` is the native family
+(the default for these ids; `_t2`: its batch stepped on 2 threads), `seedpool_python` the
+same id with `native=False` (gymnasium's envs, backend "auto"). gymnasium's AsyncVectorEnv
+has no batch mode: `gym_async` steps 8 envs in 8 processes. EnvPool runs its own C++ tasks
+of the same names, with one thread per core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from seedpool.bench.cases import Target, envpool_case, gym_case
+from seedpool.bench.harness import Case, Group, Stepper, Timing, reap_leftovers, run_group
+from seedpool.bench.report import machine_info, render
+from seedpool.bench.steppers import AsyncStepper, SyncStepper, closing_on_error
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "native_mujoco.md"
+TASKS = ("HalfCheetah-v5", "Ant-v5")
+N = 8
+
+
+def _targets(task: str) -> list[Target]:
+    key = f"{task.split('-')[0].lower()}-{N}"
+    return [
+        Target(key, "seedpool_native", "envpool_sync", 1.0, "issue 18: 8 envs sync"),
+        Target(key, "seedpool_native_async", "envpool_async", 1.0, "issue 18: 16 envs, batch 8"),
+        Target(key, "seedpool_native", "gym_async", 2.0, "issue 18"),
+        Target(key, "seedpool_native_async", "gym_async", 2.0, "issue 18"),
+        Target(key, "seedpool_native", "seedpool_python", 1.0, "auto picks native"),
+    ]
+
+
+def seedpool_case(task: str, batch: int, native: bool, asynchronous: bool, suffix: str = "", **options: Any) -> Case:
+    """A seedpool pool of `task` (backend "auto"), native or on the Python-env path."""
+    num_envs = 2 * batch if asynchronous else batch
+
+    def setup() -> Stepper:
+        import seedpool
+
+        build = functools.partial(seedpool.make, task, num_envs=num_envs, batch_size=batch, seed=0, native=native,
+                                  **options)
+        if asynchronous:
+            def start(pool: Any) -> Stepper:
+                pool.async_reset()
+                return AsyncStepper(pool, pool.single_action_space, batch)
+        else:
+            def start(pool: Any) -> Stepper:
+                pool.reset(seed=0)
+                return SyncStepper(pool, pool.single_action_space, batch)
+        return closing_on_error(build, start)
+
+    name = f"seedpool_{'native' if native else 'python'}{suffix}" + ("_async" if asynchronous else "")
+    # Native families may start MuJoCo's threads in this process: set up after the forking engines.
+    return Case(name, setup, num_envs, threaded=native)
+
+
+def group(task: str, threads: bool) -> Group:
+    """Every engine on `task` at N: sync, and async with 2N envs and batch N."""
+    make_env = functools.partial(gym.make, task)
+    cases = [
+        gym_case(make_env, N, asynchronous=False),
+        gym_case(make_env, N, asynchronous=True),
+        envpool_case(task, N, asynchronous=False),
+        envpool_case(task, N, asynchronous=True),
+        seedpool_case(task, N, native=False, asynchronous=False),
+        seedpool_case(task, N, native=False, asynchronous=True),
+        seedpool_case(task, N, native=True, asynchronous=False),
+        seedpool_case(task, N, native=True, asynchronous=True),
+    ]
+    if threads:
+        cases += [seedpool_case(task, N, native=True, asynchronous=False, suffix="_t2", threads=2),
+                  seedpool_case(task, N, native=True, asynchronous=True, suffix="_t2", threads=2)]
+    return Group(f"{task.split('-')[0].lower()}-{N}", f"{task}, N={N}", cases,
+                 baselines=("envpool_sync", "gym_async"))
+
+
+def _in_process_engines(task: str) -> dict[str, Any]:
+    """The sync engines whose whole work runs in this process (so its CPU time is theirs)."""
+    import seedpool
+
+    engines: dict[str, Any] = {"gym_sync": gym.vector.SyncVectorEnv([functools.partial(gym.make, task)] * N)}
+    try:
+        import envpool
+
+        for nt in (1, 2):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                engines[f"envpool_sync_t{nt}"] = envpool.make(task, env_type="gymnasium", num_envs=N, num_threads=nt,
+                                                              seed=0)
+    except ImportError:
+        pass
+    engines["seedpool_native"] = seedpool.make(task, num_envs=N, seed=0)
+    if task != "Ant-v5":
+        engines["seedpool_native_t2"] = seedpool.make(task, num_envs=N, seed=0, threads=2)
+    return engines
+
+
+def cpu_table(task: str, rounds: int, steps: int = 100) -> list[str]:
+    """Process CPU time (all threads) per env step of the in-process sync engines, in rounds that
+    alternate over engines built side by side: what a step costs, whatever share of the cores the
+    machine's other jobs leave to the process."""
+    engines = _in_process_engines(task)
+    try:
+        nu = engines["seedpool_native"].single_action_space.shape[0]
+        actions = np.random.default_rng(0).uniform(-1, 1, (64, N, nu)).astype(np.float32)
+        for env in engines.values():  # reset, and a warm-up
+            env.reset()
+            for j in range(steps):
+                env.step(actions[j % 64])
+        got: dict[str, list[tuple[float, float]]] = {name: [] for name in engines}
+        for _ in range(rounds):
+            for name, env in engines.items():
+                c0, t0 = time.process_time(), time.perf_counter()
+                for j in range(steps):
+                    env.step(actions[j % 64])
+                got[name].append((1e6 * (time.process_time() - c0) / (steps * N), steps * N / (time.perf_counter() - t0)))
+    finally:
+        for env in engines.values():
+            env.close()
+    base = statistics.median(c for c, _ in got["seedpool_native"])
+    lines = [f"## {task}, N={N}: CPU time per env step (in-process sync engines, median of {rounds} alternating rounds)",
+             "", "| engine | CPU µs / env step | × seedpool_native | steps/s (median) |", "| --- | ---: | ---: | ---: |"]
+    for name, runs in got.items():
+        cpu = statistics.median(c for c, _ in runs)
+        lines.append(f"| {name} | {cpu:,.0f} | {cpu / base:.2f} | {statistics.median(r for _, r in runs):,.0f} |")
+    return lines + [""]
+
+
+def main(argv: list[str]) -> int:
+    """Run the groups and write the table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--window", type=float, default=1.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of {TASKS}")
+    parser.add_argument("--quick", action="store_true", help="1 repeat of 0.3 s: a smoke run")
+    parser.add_argument("--note", default="", help="a line for the notes (what else ran on the machine)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    timing = Timing(0.2, 0.3, 1) if args.quick else Timing(args.warmup, args.window, args.repeats)
+    out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
+    tasks = [t for t in args.tasks.split(",") if t]
+    load_before = os.getloadavg()
+    # Ant's family steps one MjData per env (see seedpool/envs/native/mujoco_sim.py): no threads.
+    groups = [group(t, threads=t != "Ant-v5") for t in tasks]
+    measured = [(g, run_group(g, timing)) for g in groups]
+    cpu = [line for t in tasks for line in cpu_table(t, rounds=1 if args.quick else 2 * args.repeats + 1)]
+    leaked = reap_leftovers()
+    load_after = os.getloadavg()
+    info = machine_info()
+    info["load average (1 min) before / after"] = f"{load_before[0]:.1f} / {load_after[0]:.1f}"
+    notes = [
+        "**Load:** the machine's 2 cores are shared with other jobs unless the note below says otherwise "
+        "(see the load averages above): absolute figures are low and noisy; read the ratios, which come "
+        "from windows interleaved in one run.",
+        "seedpool_native: HalfCheetah's envs are rows of one `mujoco.batch.Batch` stepped in C; Ant's are "
+        "one MjData each, stepped in a Python loop (its observation needs `mj_rnePostConstraint` after "
+        "the step); observations, rewards and terminations in NumPy over the batch.",
+        "EnvPool's tasks are its own C++ implementations with its own MuJoCo build.",
+    ]
+    if args.note:
+        notes.append(f"note: {args.note}")
+    if leaked:
+        notes.append(f"leaked worker processes, killed: {leaked}")
+    targets = [t for task in tasks for t in _targets(task)]
+    text = render(info, timing, measured, targets, notes).replace(
+        "# seedpool engine benchmark", "# Native MuJoCo families: benchmark", 1)
+    text = text.replace("## Targets", "\n".join(cpu) + "\n## Targets", 1)
+    if out is None:
+        print(text)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
