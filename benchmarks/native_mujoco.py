@@ -133,16 +133,19 @@ def cpu_table(task: str, rounds: int, steps: int = 100) -> list[str]:
                 c0, t0 = time.process_time(), time.perf_counter()
                 for j in range(steps):
                     env.step(actions[j % 64])
-                got[name].append((1e6 * (time.process_time() - c0) / (steps * N), steps * N / (time.perf_counter() - t0)))
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                got[name].append((1e6 * cpu / (steps * N), steps * N / wall))
     finally:
         for env in engines.values():
             env.close()
     base = statistics.median(c for c, _ in got["seedpool_native"])
-    lines = [f"## {task}, N={N}: CPU time per env step (in-process sync engines, median of {rounds} alternating rounds)",
-             "", "| engine | CPU µs / env step | × seedpool_native | steps/s (median) |", "| --- | ---: | ---: | ---: |"]
+    lines = [f"## {task}, N={N}: CPU time per env step (in-process sync engines, median of {rounds} "
+             "alternating rounds)", "", "| engine | CPU µs / env step | × seedpool_native | steps/s (median) |",
+             "| --- | ---: | ---: | ---: |"]
     for name, runs in got.items():
         cpu = statistics.median(c for c, _ in runs)
-        lines.append(f"| {name} | {cpu:,.0f} | {cpu / base:.2f} | {statistics.median(r for _, r in runs):,.0f} |")
+        rate = statistics.median(r for _, r in runs)
+        lines.append(f"| {name} | {cpu:,.0f} | {cpu / base:.2f} | {rate:,.0f} |")
     return lines + [""]
 
 

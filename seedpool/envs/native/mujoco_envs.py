@@ -13,7 +13,6 @@ returns observations, rewards and terminations only.
 
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import gymnasium as gym
@@ -53,7 +52,9 @@ class MujocoFamily(NativeEnv):
         self.dt = ref.dt
         self.init_qpos, self.init_qvel = ref.init_qpos, ref.init_qvel
         if threads is None:
-            threads = min(num_envs, len(os.sched_getaffinity(0)))
+            from seedpool.envs.make import usable_cores  # make imports this package's registry
+
+            threads = min(num_envs, usable_cores())
         if threads < 1:
             raise ValueError(f"threads must be a positive number of threads (or None), got {threads}")
         self.threads = threads
@@ -185,5 +186,6 @@ class Ant(MujocoFamily):
         finite = np.isfinite(qpos).all(axis=1) & np.isfinite(sim.qvel[ids]).all(axis=1)
         low, high = ref._healthy_z_range
         healthy = finite & (low <= qpos[:, 2]) & (qpos[:, 2] <= high)
-        reward = (velocity[:, 0] * ref._forward_reward_weight + healthy * ref._healthy_reward) - (ctrl_cost + contact_cost)
+        rewards = velocity[:, 0] * ref._forward_reward_weight + healthy * ref._healthy_reward
+        reward = rewards - (ctrl_cost + contact_cost)
         return reward, ~healthy if ref._terminate_when_unhealthy else np.zeros(len(reward), np.bool_)
