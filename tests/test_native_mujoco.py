@@ -76,16 +76,24 @@ def test_truncates_at_1000_and_resets_from_the_envs_generator():
     assert (info["elapsed_step"] == 0).all()
 
 
-def test_only_default_options_go_native(monkeypatch):
+def test_only_default_options_go_native():
     with seedpool.make("Hopper-v5", num_envs=2) as pool:
         assert pool.backend == "native"
     with seedpool.make("Hopper-v5", num_envs=2, native=False, backend="serial") as pool:
         assert pool.backend == "serial"  # gymnasium's envs
     with seedpool.make("Hopper-v5", num_envs=2, ctrl_cost_weight=0.01) as pool:  # a gymnasium option
         assert pool.backend != "native"
-    # A family that cannot be imported (mujoco without mujoco.batch): the Python-env path, or
-    # an error naming the import for native=True.
-    monkeypatch.setitem(registry._NATIVE, "Hopper-v5", "seedpool.envs.native.not_a_module:Hopper")
+
+
+@pytest.mark.parametrize("missing", [ImportError("no mujoco.batch"), gym.error.DependencyNotInstalled("no mujoco")])
+def test_a_family_that_cannot_be_imported_leaves_the_python_path(monkeypatch, missing):
+    """mujoco without mujoco.batch (ImportError), or no mujoco (gymnasium's error on importing its
+    MuJoCo envs): gymnasium's envs, whose own error names the extra; native=True says why not."""
+
+    def family_class(task_id):
+        raise missing
+
+    monkeypatch.setattr(registry, "family_class", family_class)
     with seedpool.make("Hopper-v5", num_envs=2) as pool:
         assert pool.backend != "native"
     with pytest.raises(ValueError, match="cannot be imported"):

@@ -81,7 +81,8 @@ def native_spec(task: Any, native: bool | None, backend: str, num_envs: int, max
         raise ValueError(f"native=True, but {task!r} has no native family; native ids: {native_ids()}")
     try:
         cls = family_class(task)
-    except ImportError as err:  # a package the family needs (mujoco for the MuJoCo families) is missing
+    except (ImportError, gym.error.DependencyNotInstalled) as err:  # a package the family needs is missing
+        # (mujoco, or a mujoco without mujoco.batch, for the MuJoCo families): gymnasium's envs, or their error
         if native:
             raise ValueError(f"native=True, but {task}'s native family cannot be imported: {err}") from err
         return None
