@@ -79,6 +79,9 @@ def test_truncates_at_1000_and_resets_from_the_envs_generator():
 def test_only_default_options_go_native():
     with seedpool.make("Hopper-v5", num_envs=2) as pool:
         assert pool.backend == "native"
+        assert pool.env_call(lambda env: env.frame_skip) == [4, 4]  # constants come from a reference env
+        with pytest.raises(AttributeError, match="native=False"):  # its MjData is per-env state
+            pool.env_call(lambda env: env.data)
     with seedpool.make("Hopper-v5", num_envs=2, native=False, backend="serial") as pool:
         assert pool.backend == "serial"  # gymnasium's envs
     with seedpool.make("Hopper-v5", num_envs=2, ctrl_cost_weight=0.01) as pool:  # a gymnasium option
