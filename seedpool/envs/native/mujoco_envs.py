@@ -163,10 +163,16 @@ class Walker2d(_Hopping):
 class Ant(MujocoFamily):
     """Ant-v5: the observation ends with the clipped external contact forces of every body
     but the world; the reward charges them too. Stepped by `SerialSim` (see mujoco_sim.py),
-    so `threads` does not apply."""
+    on one thread."""
 
     reference_class = AntEnv
     normal_qvel_noise = True
+
+    def __init__(self, num_envs: int, threads: int | None = 1):
+        if threads not in (None, 1):
+            raise ValueError(f"Ant-v5's native family steps its envs one after another (its contact forces "
+                             f"need mj_rnePostConstraint after each step): threads={threads} does not apply")
+        super().__init__(num_envs, threads=1)
 
     def _make_sim(self) -> SerialSim:
         return SerialSim(self.model, self.num_envs)
