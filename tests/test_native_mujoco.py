@@ -34,6 +34,12 @@ def test_native_mujoco_plays_gymnasiums_episodes(task_id, steps, seed):
         assert report.episodes > 0  # terminations, and the resets after them, were compared too
 
 
+def test_same_step_autoreset_matches():
+    """same_step resets an ended env inside the step (the final observation aside, which the
+    checker does not compare): Hopper ends often under random actions."""
+    assert check_native_env("Hopper-v5", num_envs=4, steps=150, seed=4, atol=0.0, autoreset="same_step").episodes > 0
+
+
 def test_batch_threads_give_the_same_episodes():
     """mujoco.batch steps the envs on several threads: the same results as on one."""
     assert check_native_env("HalfCheetah-v5", num_envs=5, steps=100, seed=2, atol=0.0, threads=2).steps == 100
