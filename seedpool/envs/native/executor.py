@@ -139,7 +139,7 @@ class NativeExecutor:
             raise env_error(ids[0], "step" if op == STEP else "reset", traceback.format_exc(), exc)  # noqa: B904
 
     def _step(self, sel: Rows) -> None:
-        fam, b = self.family, self.b
+        fam = self.family
         # One compiled call for the batch where the family has one and nothing needs Python:
         # no reset options waiting, no fault to report.
         if not self._marked and not self.reset_options and fam.can_fuse():

@@ -72,28 +72,31 @@ def cartpole_reset(state, fell, pcg, rows, low, high):  # pragma: no cover - com
 
 
 @njit(cache=True, nogil=True)
-def cartpole_fused(state, fell, pcg, c, sutton_barto, rows, actions, obs, final_obs, *book):  # pragma: no cover
+def cartpole_fused(state, fell, pcg, c, sutton_barto, rows, actions, obs, final_obs,
+                   reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns, needs_reset,
+                   limit, mode):  # pragma: no cover - compiled
     """Step envs `rows` with their rows of `actions`, with the engine's bookkeeping and
-    autoreset (bookkeeping.py), writing the pool's rows of `obs` (and `final_obs`, same_step)
-    in place. An env marked to reset is reset (default bounds) instead of stepped.
-    `c`: (force_mag, gravity, masspole, total_mass, length, polemass_length, tau,
-    x_threshold, theta_threshold). `book`: a `bookkeeping.Book`'s fields, passed one by one
-    (numba types a tuple subclass far slower than separate arguments on each call)."""
-    book = bookkeeping.Book(*book)
+    autoreset (bookkeeping.py; the arguments from `reward` on are a `Book`'s fields), writing
+    the pool's rows of `obs` (and `final_obs`, same_step) in place. An env marked to reset
+    is reset (default bounds) instead of stepped. `c`: force_mag, gravity, masspole,
+    total_mass, length, polemass_length, tau, x_threshold, theta_threshold."""
     for k in range(rows.size):
         i = rows[k]
-        if book.needs_reset[i]:
+        if needs_reset[i]:
             _cartpole_draw(state, fell, pcg, i, -0.05, 0.05)
             for j in range(4):
                 obs[i, j] = state[j, i]
-            bookkeeping.started(book, i, False)
+            bookkeeping.started(i, False, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                returns, needs_reset)
             continue
-        reward, term = _cartpole_move(state, fell, i, actions[i], c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-                                      c[8], sutton_barto, obs, i)
-        if bookkeeping.end_step(book, i, reward, term):  # same_step autoreset
+        r, term = _cartpole_move(state, fell, i, actions[i], c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8],
+                                 sutton_barto, obs, i)
+        if bookkeeping.end_step(i, r, term, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                returns, needs_reset, limit, mode):  # same_step autoreset
             for j in range(4):
                 final_obs[i, j] = obs[i, j]
             _cartpole_draw(state, fell, pcg, i, -0.05, 0.05)
             for j in range(4):
                 obs[i, j] = state[j, i]
-            bookkeeping.started(book, i, True)
+            bookkeeping.started(i, True, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                returns, needs_reset)
