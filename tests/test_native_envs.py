@@ -336,3 +336,16 @@ def test_an_error_in_a_shard_thread_reaches_the_caller_and_the_threads_go_on():
     threads.run(lambda rows: seen.append(rows.tolist()), np.arange(4))
     threads.close()
     assert sorted(seen) == [[0, 1], [0, 1], [2, 3]]
+
+
+def test_large_env_id_batches_are_checked_for_duplicates_and_range():
+    """Over 64 ids the check marks them in a mask (no sort): the same errors, nothing sent."""
+    with seedpool.make("CartPole-v1", num_envs=200, batch_size=100, seed=0) as pool:
+        pool.async_reset()
+        ids = pool.recv()[4]["env_id"]
+        with pytest.raises(ValueError, match=r"duplicate env_id \[" + str(ids[0]) + r"\]"):
+            pool.send(np.zeros(100, np.int64), np.r_[ids[:99], ids[0]])
+        with pytest.raises(ValueError, match="unknown env_id"):
+            pool.send(np.zeros(100, np.int64), np.r_[ids[:99], 200])
+        pool.send(np.zeros(100, np.int64), ids)  # the pool took neither
+        assert len(pool.recv()[4]["env_id"]) == 100
