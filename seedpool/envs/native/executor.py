@@ -54,8 +54,7 @@ class NativeExecutor:
         self.book = Book(buffers.reward, buffers.terminated, buffers.truncated, buffers.elapsed_step,
                          buffers.episode_return, self.elapsed, self.returns, self.needs_reset, self.limit,
                          MODES[autoreset])
-        obs = buffers.obs
-        self._final_obs = buffers.final_obs if buffers.final_obs is not None else obs[:0]
+        self._final_obs = buffers.final_obs if buffers.final_obs is not None else buffers.obs[:0]
         # Threads that step shards of a batch at once (cfg.num_workers, chosen by native_config).
         self._threads = ShardThreads(cfg.num_workers) if cfg.num_workers > 1 else None
 
