@@ -81,6 +81,35 @@ def profile(kind: str, n: int, steps: int) -> tuple[float, dict[str, float]]:
     return plain, parts
 
 
+def _per_call(fn: Callable[[], Any], k: int) -> float:
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(k):
+        fn()
+    return (time.perf_counter() - t0) / k * 1e6
+
+
+def pieces(n: int, k: int) -> dict[str, float]:
+    """µs per call of the pieces of a sync step, each timed alone (no profiler)."""
+    from seedpool.envs import validate
+
+    pool = seedpool.make("CartPole-v1", num_envs=n, seed=0)
+    pool.reset(seed=0)
+    action = np.random.default_rng(0).integers(0, 2, n)
+    ex, space = pool._exec, pool.single_action_space
+    out = {
+        "pool.step": _per_call(lambda: pool.step(action), k),
+        "validate.actions": _per_call(lambda: validate.actions(space, action, n), k),
+        "pool._batch (results, infos)": _per_call(lambda: pool._batch(None, pool._all32.copy()), k),
+    }
+    if hasattr(ex, "book"):  # the fused step (not in older versions)
+        b = pool._b
+        out["fused step call"] = _per_call(
+            lambda: ex.family.step_autoreset(ex._rows, b.action, b.obs, ex._final_obs, ex.book), k)
+    pool.close()
+    return out
+
+
 def main(argv: list[str]) -> int:
     """Profile each case and print the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -95,6 +124,12 @@ def main(argv: list[str]) -> int:
             total = sum(parts.values())
             cells = [f"{parts.get(p, 0):.1f} ({parts.get(p, 0) / total:.0%})" for p in names]
             print(f"| {kind} N={n} | {plain:.1f} | {total:.1f} | " + " | ".join(cells) + " |", flush=True)
+    print()
+    print("| sync, pieces timed alone (µs/call) | N=32 | N=256 |")
+    print("| --- | ---: | ---: |")
+    small, large = pieces(32, args.steps), pieces(256, args.steps)
+    for name in small:
+        print(f"| {name} | {small[name]:.1f} | {large[name]:.1f} |")
     return 0
 
 
