@@ -294,9 +294,9 @@ class _SplitCartPole(CartPole):
 @pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
 def test_split_and_fused_steps_play_the_unsplit_numpy_episodes(monkeypatch, autoreset):
     """CartPole's fused step, split over two threads, against its NumPy step (no fusion)."""
-    from seedpool.envs.native import registry
+    from seedpool.envs.native import threads
 
-    monkeypatch.setattr(registry, "available_cores", lambda: 2)
+    monkeypatch.setattr(threads, "available_cores", lambda: 2)
     split = seedpool.make(_SplitCartPole, num_envs=16, seed=3, autoreset=autoreset)
     plain = seedpool.make("CartPole-v1", num_envs=16, seed=3, autoreset=autoreset, kernel="numpy")
     assert split.num_workers == 2 and plain.num_workers == 1

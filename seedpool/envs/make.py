@@ -11,7 +11,8 @@ from seedpool.envs import spaces
 from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.envpool_api import take_envpool_options
 from seedpool.envs.executor import ExecutorConfig
-from seedpool.envs.native.registry import native_config, native_spec
+from seedpool.envs.native.registry import native_spec
+from seedpool.envs.native.threads import native_config
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
 from seedpool.envs.spec import Task, TaskSpec, check_observation_mode, resolve

@@ -16,9 +16,7 @@ from typing import Any
 import gymnasium as gym
 
 from seedpool.envs.errors import EnvPoolError
-from seedpool.envs.executor import ExecutorConfig
 from seedpool.envs.native.base import NativeEnv
-from seedpool.envs.native.threads import available_cores, choose_threads
 from seedpool.envs.spec import TaskSpec
 
 # Task id -> "module:Class" of its native family (imported on first use).
@@ -125,12 +123,3 @@ def _spec(name: str, cls: type[NativeEnv], num_envs: int, max_episode_steps: int
         metadata=dict(family.metadata),
         native=family,
     )
-
-
-def native_config(spec: TaskSpec, batch_size: int, num_workers: int | None) -> ExecutorConfig:
-    """The layout of a native pool: how many threads step a batch (`num_workers` caps them;
-    by the family's measured crossover, see threads.choose_threads)."""
-    family = spec.native
-    fused = type(family).step_autoreset is not NativeEnv.step_autoreset
-    threads, reason = choose_threads(family.split_from if fused else None, batch_size, available_cores(), num_workers)
-    return ExecutorConfig("native", threads, family.num_envs, 0.0, 0.0, None, False, reason)

@@ -1,8 +1,9 @@
 """Splitting a native family's batch over threads: its compiled step releases the GIL
 (numba's `nogil`), so two threads step two halves of the envs at once.
 
-`choose_threads` is `make`'s choice (by the family's measured crossover, `split_from`);
-`ShardThreads` runs the shards: the caller steps the first and helper threads the others.
+`native_config` is `make`'s layout of a native pool, `choose_threads` its choice (by the
+family's measured crossover, `split_from`); `ShardThreads` runs the shards: the caller steps
+the first and helper threads the others.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ import threading
 from typing import Callable
 
 import numpy as np
+
+from seedpool.envs.executor import ExecutorConfig
+from seedpool.envs.native.base import NativeEnv
+from seedpool.envs.spec import TaskSpec
 
 
 def available_cores() -> int:
@@ -36,6 +41,15 @@ def choose_threads(split_from: int | None, batch_size: int, cores: int, num_work
     if batch_size < split_from:
         return 1, f"one thread: batch {batch_size} < {split_from}, where splitting starts to pay"
     return cap, f"{cap} threads: batch {batch_size} >= {split_from}, where splitting starts to pay"
+
+
+def native_config(spec: TaskSpec, batch_size: int, num_workers: int | None) -> ExecutorConfig:
+    """The layout of a native pool: how many threads step a batch (`num_workers` caps them),
+    by the family's measured crossover (`choose_threads`)."""
+    family = spec.native
+    fused = type(family).step_autoreset is not NativeEnv.step_autoreset
+    threads, reason = choose_threads(family.split_from if fused else None, batch_size, available_cores(), num_workers)
+    return ExecutorConfig("native", threads, family.num_envs, 0.0, 0.0, None, False, reason)
 
 
 class ShardThreads:
