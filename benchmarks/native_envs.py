@@ -123,9 +123,11 @@ def main(argv: list[str]) -> int:
         "**Taken on a loaded machine** (2 cores shared with other jobs; the load averages above): "
         "absolute figures are low and noisy, the interleaved ratios within a group are what to read.",
         f"CartPole N=256, best native case: {best_256:,.0f} steps/s (issue 19 asks ≥ 5M on 2 cores; "
-        "the native family steps in the pool's process, one core).",
-        "seedpool_native: every env of the family stepped in one call (numba for CartPole, NumPy "
-        "for the others) behind the pool's front (validation, env ids, infos, autoreset).",
+        "at N=256 `auto` steps the family on one thread: splitting it over two measured slower, "
+        "benchmarks/results/native_split.md).",
+        "seedpool_native: every env of the family stepped in one call behind the pool's front "
+        "(validation, env ids, infos): for CartPole one fused numba call (step, bookkeeping, "
+        "autoreset), NumPy for the others.",
     ]
     if leaked:
         notes.append(f"leaked worker processes, killed: {leaked}")

@@ -9,6 +9,7 @@ import pytest
 import seedpool
 from seedpool.envs.errors import ActionBatchError, EnvPoolError, EnvStepError
 from seedpool.envs.native import NativeEnv, NativeMismatch, check_native_env
+from seedpool.envs.native.classic import CartPole
 
 CLASSIC = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"]
 
@@ -270,3 +271,81 @@ def test_cartpole_generators_follow_the_kernels_draws():
         assert resets >= 3
         view_rng = pool.env_call(lambda env: env.np_random)[0]
         assert view_rng.random() == single.unwrapped.np_random.random()
+
+
+# -- speed paths: the fused step and its split over threads ----------------------------------
+def test_thread_choice_follows_the_measured_crossover():
+    from seedpool.envs.native.threads import choose_threads
+
+    assert choose_threads(None, 10_000, 2, None)[0] == 1  # a family that cannot be split
+    assert choose_threads(1024, 512, 2, None)[0] == 1  # below the crossover
+    threads, why = choose_threads(1024, 1024, 2, None)
+    assert threads == 2 and "1024" in why
+    assert choose_threads(1024, 4096, 1, None)[0] == 1  # one core
+    assert choose_threads(1024, 4096, 2, 1)[0] == 1  # num_workers caps the threads
+    assert choose_threads(1024, 4096, 8, 2)[0] == 2
+    assert choose_threads(1024, 4096, 8, None)[0] == 8
+
+
+class _SplitCartPole(CartPole):
+    split_from = 2  # split every batch: the threads' path, at test sizes
+
+
+@pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
+def test_split_and_fused_steps_play_the_unsplit_numpy_episodes(monkeypatch, autoreset):
+    """CartPole's fused step, split over two threads, against its NumPy step (no fusion)."""
+    from seedpool.envs.native import threads
+
+    monkeypatch.setattr(threads, "available_cores", lambda: 2)
+    split = seedpool.make(_SplitCartPole, num_envs=16, seed=3, autoreset=autoreset)
+    plain = seedpool.make("CartPole-v1", num_envs=16, seed=3, autoreset=autoreset, kernel="numpy")
+    assert split.num_workers == 2 and plain.num_workers == 1
+    rng = np.random.default_rng(0)
+    with split, plain:
+        for pool in (split, plain):
+            pool.reset()
+        assert split._exec.family.can_fuse() and not plain._exec.family.can_fuse()
+        ends = 0
+        for _ in range(200):
+            action = rng.integers(0, 2, 16)
+            a, b = split.step(action), plain.step(action)
+            np.testing.assert_allclose(a[0], b[0], atol=1e-6)  # numba's cos/sin vs NumPy's: last bits
+            for k in (1, 2, 3):
+                np.testing.assert_array_equal(a[k], b[k])
+            for key in ("env_id", "elapsed_step", "episode_return"):
+                np.testing.assert_array_equal(a[4][key], b[4][key])
+            if autoreset == "same_step" and (a[2] | a[3]).any():
+                np.testing.assert_allclose(a[4]["final_obs"], b[4]["final_obs"], atol=1e-6)
+            ends += int((a[2] | a[3]).sum())
+        assert ends > 50
+
+
+def test_an_error_in_a_shard_thread_reaches_the_caller_and_the_threads_go_on():
+    from seedpool.envs.native.threads import ShardThreads
+
+    threads = ShardThreads(2)
+    seen: list[list[int]] = []
+
+    def fn(rows):
+        if rows[0] >= 2:
+            raise ValueError("shard two fails")
+        seen.append(rows.tolist())
+
+    with pytest.raises(ValueError, match="shard two fails"):
+        threads.run(fn, np.arange(4))
+    threads.run(lambda rows: seen.append(rows.tolist()), np.arange(4))
+    threads.close()
+    assert sorted(seen) == [[0, 1], [0, 1], [2, 3]]
+
+
+def test_large_env_id_batches_are_checked_for_duplicates_and_range():
+    """Over 64 ids the check marks them in a mask (no sort): the same errors, nothing sent."""
+    with seedpool.make("CartPole-v1", num_envs=200, batch_size=100, seed=0) as pool:
+        pool.async_reset()
+        ids = pool.recv()[4]["env_id"]
+        with pytest.raises(ValueError, match=r"duplicate env_id \[" + str(ids[0]) + r"\]"):
+            pool.send(np.zeros(100, np.int64), np.r_[ids[:99], ids[0]])
+        with pytest.raises(ValueError, match="unknown env_id"):
+            pool.send(np.zeros(100, np.int64), np.r_[ids[:99], 200])
+        pool.send(np.zeros(100, np.int64), ids)  # the pool took neither
+        assert len(pool.recv()[4]["env_id"]) == 100

@@ -12,6 +12,7 @@ from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.envpool_api import take_envpool_options
 from seedpool.envs.executor import ExecutorConfig
 from seedpool.envs.native.registry import native_spec
+from seedpool.envs.native.threads import native_config
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
 from seedpool.envs.spec import Task, TaskSpec, check_observation_mode, resolve
@@ -108,7 +109,7 @@ def make(
     seeds = env_seeds(seed, num_envs)
     spec = native_spec(task, native, backend, num_envs, max_episode_steps, info_keys, task_options)
     if spec is not None:
-        cfg = ExecutorConfig("native", 0, num_envs, 0.0, 0.0, None, False)
+        cfg = native_config(spec, batch_size, num_workers)  # threads: num_workers caps them
         return EnvPool(spec, num_envs, batch_size, seeds, autoreset, cfg, made_with={"seed": seed, **task_options})
     spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
     spec.observation_mode = observation_mode

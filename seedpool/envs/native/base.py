@@ -44,6 +44,10 @@ class NativeEnv:
     # path measured faster (benchmarks/results/native_crossover.md). A class given as the task
     # is always native.
     native_from: int = 1
+    # The smallest batch from which `step_autoreset`, split over two threads, measured faster
+    # than one thread (benchmarks/results/native_split.md); None: never split. Set it only
+    # where `step_autoreset` releases the GIL (numba's nogil) and touches env i's data alone.
+    split_from: int | None = None
     # Options of the family's own (how it computes), which its single-env version does not take.
     native_options: tuple[str, ...] = ()
     # The single env this family reproduces, built once (classic control sets it): per-env calls
@@ -90,6 +94,23 @@ class NativeEnv:
     def step(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Step envs `ids` with `actions` (one row per env); return (obs, reward, terminated),
         each with one row per env. Truncation at the time limit is the engine's."""
+        raise NotImplementedError
+
+    def can_fuse(self) -> bool:
+        """Whether `step_autoreset` can step the family now (the default: never)."""
+        return False
+
+    def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
+                       book: Any) -> None:
+        """Optional, for speed: step envs `rows` (int64) in one compiled call that also does
+        the engine's bookkeeping and autoreset, through `bookkeeping.end_step` and `started`
+        (`book`: a `bookkeeping.Book`). `actions`, `obs` and `final_obs` (same_step
+        autoreset; empty otherwise) are the pool's whole buffers: row i is env i's. An env
+        with `book.needs_reset[i]` set is reset (no options) instead of stepped.
+
+        The engine calls it when `can_fuse()` says so and no env of the batch has reset
+        options waiting or a fault to report; otherwise it calls `step` and `reset`. With
+        `split_from` set, it calls it from several threads at once on disjoint rows."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -59,6 +59,9 @@ class CartPole(NativeEnv):
         self.has_pcg = np.zeros(num_envs, np.bool_)
         self.all_seeded = False
         self._low, self._high = np.full(num_envs, -0.05), np.full(num_envs, 0.05)  # default bounds
+        c = ref
+        self._consts = np.array([c.force_mag, c.gravity, c.masspole, c.total_mass, c.length, c.polemass_length, c.tau,
+                                 c.x_threshold, c.theta_threshold_radians])  # as kernels.cartpole_fused reads them
 
     def seed(self, i: int, seed: int | None) -> None:
         """As NativeEnv's; the numba kernels then draw from a copy of the generator's state."""
@@ -107,6 +110,16 @@ class CartPole(NativeEnv):
                               c.total_mass, c.length, c.polemass_length, c.tau, c.x_threshold,
                               c.theta_threshold_radians, self.sutton_barto, obs, reward, terminated)
         return obs, reward, terminated
+
+    def can_fuse(self) -> bool:
+        """The numba kernel, once every env has its generator (the first reset gives them)."""
+        return self.kernel == "numba" and self.all_seeded
+
+    def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
+                       book: Any) -> None:
+        """NativeEnv's fused step: one numba call (kernels.cartpole_fused)."""
+        kernels.cartpole_fused(self.state, self.fell, self.pcg, self._consts, self.sutton_barto, rows, actions, obs,
+                               final_obs, *book)
 
     def _step_numpy(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c, s = self.c, self.state

@@ -4,7 +4,9 @@ The pool's front (validation, env ids, in-flight bookkeeping, batching of result
 infos) is the same as for Python envs; only the envs' work differs. Where `EnvRunner`
 steps env after env, this steps every env of a batch in one call of the family and keeps
 the engine's per-env bookkeeping (elapsed steps, returns, autoreset, seeds) in arrays.
-Envs are stepped in this process when the pool collects them, as the serial backend does.
+Envs are stepped in this process when the pool collects them, as the serial backend does;
+a family with a fused step (`NativeEnv.step_autoreset`) does a whole batch in one compiled
+call, split over threads from its `split_from` (threads.py).
 """
 
 from __future__ import annotations
@@ -13,66 +15,15 @@ import traceback
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from seedpool.envs.buffers import Buffers
 from seedpool.envs.channel import RESET, STEP
 from seedpool.envs.errors import env_error
 from seedpool.envs.native.base import NativeEnv, Rows
+from seedpool.envs.native.bookkeeping import MODES, Book, account, clear_rows
+from seedpool.envs.native.threads import ShardThreads
 from seedpool.envs.native.view import EnvView
 from seedpool.envs.spec import TaskSpec
-
-
-@njit(cache=True, nogil=True)
-def account(rows, reward, terminated, limit, elapsed, returns, out_reward, out_terminated, out_truncated,
-            out_elapsed, out_return, ended):  # pragma: no cover - compiled
-    """The engine's per-env bookkeeping of a step, as EnvRunner keeps it: count the step, add
-    the reward to the return, truncate at the time limit (`limit` 0: none), write each env's
-    row; put the rows whose episode ended into `ended` and return how many there are.
-
-    One compiled loop: as NumPy expressions it was a dozen calls, each costing more than
-    the arithmetic of 32 envs."""
-    n_ended = 0
-    for k in range(rows.size):
-        i = rows[k]
-        n = elapsed[i] + 1
-        ret = returns[i] + reward[k]
-        term = terminated[k]
-        trunc = limit > 0 and n == limit and not term
-        elapsed[i] = n
-        returns[i] = ret
-        out_reward[i] = reward[k]
-        out_terminated[i] = term
-        out_truncated[i] = trunc
-        out_elapsed[i] = n
-        out_return[i] = ret
-        if term or trunc:
-            ended[n_ended] = i
-            n_ended += 1
-    return n_ended
-
-
-@njit(cache=True, nogil=True)
-def clear_rows(rows, after_fault, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
-               returns, restart_marks, needs_reset):  # pragma: no cover - compiled
-    """The engine's rows after a reset (as EnvRunner.reset / recover write them); returns
-    how many restart marks it cleared. After a fault the row reports the episode truncated
-    and the next step resets once more: callers see an ordinary episode boundary."""
-    cleared = 0
-    for k in range(rows.size):
-        i = rows[k]
-        reward[i] = 0.0
-        terminated[i] = False
-        truncated[i] = after_fault
-        elapsed_step[i] = 0
-        episode_return[i] = 0.0
-        elapsed[i] = 0
-        returns[i] = 0.0
-        if restart_marks[i]:
-            restart_marks[i] = False
-            cleared += 1
-        needs_reset[i] = after_fault
-    return cleared
 
 
 class NativeExecutor:
@@ -99,6 +50,13 @@ class NativeExecutor:
         self.returns = np.zeros(num_envs, np.float64)
         self._rows = np.arange(num_envs)
         self._ended = np.empty(num_envs, np.int64)  # scratch: the rows whose episode ended
+        # What a fused step (NativeEnv.step_autoreset) writes besides the family's state.
+        self.book = Book(buffers.reward, buffers.terminated, buffers.truncated, buffers.elapsed_step,
+                         buffers.episode_return, self.elapsed, self.returns, self.needs_reset, self.limit,
+                         MODES[autoreset])
+        self._final_obs = buffers.final_obs if buffers.final_obs is not None else buffers.obs[:0]
+        # Threads that step shards of a batch at once (cfg.num_workers, chosen by native_config).
+        self._threads = ShardThreads(cfg.num_workers) if cfg.num_workers > 1 else None
 
     # -- the Executor interface -----------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
@@ -117,9 +75,13 @@ class NativeExecutor:
     def wait(self, n: int, timeout: float | None = None) -> list[int]:
         """Run submitted commands until `n` envs are done; their ids, oldest first.
         `timeout` does not apply: the envs are stepped here, not waited for."""
+        pending = self.pending
+        if not self.leftover and len(pending) == 1 and len(pending[0][1]) == n:  # every sync step
+            op, ids = pending.pop()
+            self._run(op, ids)
+            return ids
         got = self.leftover[:n]
         self.leftover = self.leftover[n:]
-        pending = self.pending
         while len(got) < n:
             if not pending:
                 raise RuntimeError("internal error: nothing in flight to wait for")
@@ -140,7 +102,9 @@ class NativeExecutor:
         return dropped
 
     def close(self) -> None:
-        """Close the family."""
+        """Stop the shard threads; close the family."""
+        if self._threads is not None:
+            self._threads.close()
         self.family.close()
 
     # -- running commands -----------------------------------------------------------------
@@ -175,6 +139,15 @@ class NativeExecutor:
 
     def _step(self, sel: Rows) -> None:
         fam = self.family
+        # One compiled call for the batch where the family has one and nothing needs Python:
+        # no reset options waiting, no fault to report.
+        if not self._marked and not self.reset_options and fam.can_fuse():
+            rows = self._rows[sel]
+            if self._threads is not None and len(rows) >= self._threads.n:
+                self._threads.run(self._fused, rows)
+            else:
+                self._fused(rows)
+            return
         starting = self.needs_reset[sel]
         restart = None
         if starting.any():
@@ -189,6 +162,10 @@ class NativeExecutor:
         self._step_rows(sel)
         if restart is not None:  # their step results are replaced by the reset's
             self._reset(restart, after_fault=False)
+
+    def _fused(self, rows: np.ndarray) -> None:
+        b = self.b
+        self.family.step_autoreset(rows, b.action, b.obs, self._final_obs, self.book)
 
     def _step_rows(self, sel: Rows) -> None:
         b = self.b
