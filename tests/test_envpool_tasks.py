@@ -232,3 +232,33 @@ def test_integer_valued_float_actions_are_cast_under_envpool_names_only(api):
         own.reset()
         with pytest.raises(TypeError, match="integers"):
             own.step(np.ones(3))
+
+
+def _model(path) -> str:
+    """An MJCF file's text without comments and spacing."""
+    import re
+
+    return " ".join(re.sub(r"<!--.*?-->", "", path.read_text(), flags=re.S).split())
+
+
+def test_envpools_mujoco_model_files_are_gymnasiums():
+    """EnvPool's `xml_file` names (its envpool-assets files) give gymnasium's file with the
+    same model; the pool reports the name given, as EnvPool's config does."""
+    pytest.importorskip("mujoco", reason="MuJoCo tasks need mujoco (the mujoco extra)")
+    assets = pytest.importorskip("envpool_assets", reason="envpool-assets not installed (comes with envpool)")
+    from pathlib import Path
+
+    from seedpool.compat.envpool.tasks import ASSETS
+
+    theirs = Path(assets.__file__).parent / "mujoco" / "assets_gym"
+    ours = Path(gym.envs.mujoco.__file__).parent / "assets"
+    for name, target in ASSETS.items():
+        assert _model(theirs / name) == _model(ours / target), name
+    spec = shim.make_spec("HalfCheetah-v5", xml_file="half_cheetah_envpool.xml")
+    assert spec.config.xml_file == "half_cheetah_envpool.xml" and spec.observation_space.shape == (17,)
+    with shim.make_gym("HalfCheetah-v5", num_envs=1, seed=4, xml_file="half_cheetah_envpool.xml", **SERIAL) as a, \
+            shim.make_gym("HalfCheetah-v5", num_envs=1, seed=4, **SERIAL) as b:
+        assert a.spec.config.xml_file == "half_cheetah_envpool.xml"
+        np.testing.assert_array_equal(a.reset()[0], b.reset()[0])
+        act = np.full((1, 6), -0.4)
+        np.testing.assert_array_equal(a.step(act)[0], b.step(act)[0])

@@ -21,7 +21,7 @@ from seedpool.compat.envpool.actions import GymnasiumPool
 from seedpool.compat.envpool.dm import DMPool
 from seedpool.compat.envpool.python.protocol import DMEnvPool, GymnasiumEnvPool
 from seedpool.compat.envpool.spec import EnvSpec
-from seedpool.compat.envpool.tasks import ALIASES, OWN, task_of
+from seedpool.compat.envpool.tasks import ALIASES, OWN, Factory, task_of
 from seedpool.envs import registry as seedpool_registry
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.spec import resolve
@@ -73,8 +73,10 @@ def make_gymnasium(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
     # names' pool only reads actions as EnvPool does and holds no state of its own, so the
     # new pool's class is switched rather than make() duplicated.
     pool.__class__ = GymnasiumPool
+    if isinstance(task, Factory):  # EnvPool's options as given (frame_stack, ...) in the config
+        pool.config.update(task.shown)
     # The pool is new: its spec may be replaced; it names EnvPool's id, not the one built.
-    pool.spec = replace(EnvSpec.of_pool_spec(pool.spec), id=task_id)
+    pool.spec = replace(EnvSpec.of_pool_spec(PoolSpec.of(pool.task, pool.config)), id=task_id)
     return pool
 
 
@@ -100,7 +102,7 @@ def make_spec(task_id: str, **kwargs: Any) -> EnvSpec:
         num_envs = engine.get("num_envs", 1)
         batch_size = engine.get("batch_size") or num_envs
         config = pool_config(task, num_envs, batch_size, "auto", engine.get("num_threads") or 0,
-                             "next_step", {"seed": engine.get("seed"), **options})
+                             "next_step", {"seed": engine.get("seed"), **getattr(task_fn, "shown", {}), **options})
         return replace(EnvSpec.of_pool_spec(PoolSpec.of(task, config)), id=task_id)
     finally:
         if task.probe is not None:

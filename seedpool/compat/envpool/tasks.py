@@ -6,7 +6,8 @@ Most EnvPool ids are gymnasium's (or seedpool's Atari) and pass through. The oth
 - EnvPool's own toy tasks (Catch-v0, NChain-v0) and its Blackjack observation are built
   by seedpool/compat/envpool/toy.py;
 - EnvPool's MuJoCo `frame_stack` option stacks the last observations (gymnasium's
-  FrameStackObservation, which repeats the first observation after a reset, as EnvPool).
+  FrameStackObservation, which repeats the first observation after a reset, as EnvPool),
+  and its MuJoCo model files (`xml_file="half_cheetah_envpool.xml"`) are gymnasium's (ASSETS).
 `seedpool.make` knows none of this: it keeps gymnasium's ids and spaces.
 """
 
@@ -71,14 +72,26 @@ _POOL_OPTIONS = frozenset(
 ) | {"env_type", "num_threads", "thread_affinity_offset", "gym_reset_return_info"}
 
 
+# EnvPool's MuJoCo model files (envpool-assets' mujoco/assets_gym) -> gymnasium's file with
+# the same model: the same XML but for comments and spacing (tests/test_envpool_tasks.py
+# compares them where envpool is installed). Other xml_file values go to gymnasium as given.
+ASSETS: dict[str, str] = {
+    f"{name}_envpool.xml": f"{name}.xml"
+    for name in ("ant", "half_cheetah", "hopper", "humanoid", "humanoidstandup", "inverted_double_pendulum",
+                 "inverted_pendulum", "pusher", "pusher_v5", "reacher", "swimmer", "walker2d", "walker2d_v5")
+}
+
+
 @dataclass(frozen=True)
 class Factory:
     """A zero-argument env factory with the task's options bound, named by EnvPool's id
-    (seedpool names a pool's task after its factory). Picklable for worker processes."""
+    (seedpool names a pool's task after its factory); `shown`: the EnvPool options as the
+    caller gave them, for the pool's `config`. Picklable for worker processes."""
 
     name: str
     build: Callable[..., gym.Env]
     options: dict[str, Any] = field(default_factory=dict)
+    shown: dict[str, Any] = field(default_factory=dict)
 
     @property
     def __name__(self) -> str:  # noqa: A003 - what seedpool reads a factory's name from
@@ -99,27 +112,38 @@ def task_of(task_id: str, options: dict[str, Any]) -> tuple[Task, dict[str, Any]
     options = dict(options)
     if task_id in ALIASES:
         return ALIASES[task_id], options
-    frames = options.pop("frame_stack", 1) if is_mujoco(task_id) else 1
-    if not isinstance(frames, int) or isinstance(frames, bool) or frames < 1:
-        raise ValueError(f"frame_stack must be an int >= 1, got {frames!r}")
     own = OWN.get(task_id)
-    if own is None and frames == 1:
-        return task_id, options
-    task_options = {k: options.pop(k) for k in list(options) if k not in _POOL_OPTIONS}
     if own is not None:
+        task_options = _task_options(options)
         if own.max_episode_steps is not None:
             options.setdefault("max_episode_steps", own.max_episode_steps)
-        return Factory(task_id, own.build, task_options), options
+        return Factory(task_id, own.build, task_options, task_options), options
+    if not is_mujoco(task_id) or ("frame_stack" not in options and options.get("xml_file") not in ASSETS):
+        return task_id, options
+    shown = {"frame_stack": options.pop("frame_stack", 1)}
+    frames = shown["frame_stack"]
+    if not isinstance(frames, int) or isinstance(frames, bool) or frames < 1:
+        raise ValueError(f"frame_stack must be an int >= 1, got {frames!r}")
+    task_options = _task_options(options)
+    shown.update(task_options)
+    if task_options.get("xml_file") in ASSETS:
+        task_options["xml_file"] = ASSETS[task_options["xml_file"]]
     try:
         registered = gym.spec(task_id)
     except gym.error.Error as err:
         raise ValueError(f"unknown task id {task_id!r} ({err})") from None
     options.setdefault("max_episode_steps", registered.max_episode_steps)
-    return Factory(task_id, _stacked, {"task_id": task_id, "frames": frames, "options": task_options}), options
+    return Factory(task_id, _mujoco, {"task_id": task_id, "frames": frames, "options": task_options}, shown), options
 
 
-def _stacked(task_id: str, frames: int, options: dict[str, Any]) -> gym.Env:
-    """Gymnasium's `task_id` (its time limit left to the engine) with the last `frames`
-    observations stacked on a new leading axis."""
+def _task_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Remove and return the task's own options (those that are not seedpool.make's or
+    EnvPool's engine options)."""
+    return {k: options.pop(k) for k in list(options) if k not in _POOL_OPTIONS}
+
+
+def _mujoco(task_id: str, frames: int, options: dict[str, Any]) -> gym.Env:
+    """Gymnasium's `task_id` (its time limit left to the engine), with the last `frames`
+    observations stacked on a new leading axis where `frames` > 1."""
     env = peel(gym.make(task_id, disable_env_checker=True, **options))[0]
-    return gym.wrappers.FrameStackObservation(env, frames)
+    return gym.wrappers.FrameStackObservation(env, frames) if frames > 1 else env
