@@ -15,10 +15,11 @@ import types
 
 import gymnasium as gym
 
+from seedpool.compat.envpool.tasks import MUJOCO
+
 # EnvPool's family packages whose tasks seedpool builds (Atari itself, the others through
 # gymnasium), as `import envpool.<family>.registration` names them.
 FAMILIES = ("atari", "classic_control", "toy_text", "box2d", "mujoco", "mujoco.gym")
-
 
 
 def install_as_envpool(quiet: bool = False) -> types.ModuleType:
@@ -80,8 +81,6 @@ def _family_modules(family: str, registration: types.ModuleType) -> dict[str, ty
     if family == "atari":
         package.AtariEnvSpec = registration.AtariEnvSpec
     if family == "mujoco.gym":
-        from seedpool.compat.envpool.tasks import MUJOCO
-
         reg.gym_mujoco_envs = [(task, tuple(v for v in ("v2", "v3", "v4", "v5") if f"{task}-{v}" in gym.registry),
                                 steps) for task, steps in MUJOCO]
     return {name: package, f"{name}.registration": reg}
