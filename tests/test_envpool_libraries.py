@@ -56,7 +56,7 @@ def test_library_envpool_path_matches_envpool_on_pong_and_runs_other_tasks(lib, 
     assert len(other["obs"]) >= PONG_STEPS and np.isfinite(other["rew"]).all()
 
 
-def test_torchrl_gymwrapper_takes_make_vec_and_matches_envpool():
+def test_torchrl_gymwrapper_takes_make_vec_matches_envpool_and_runs_other_tasks():
     pytest.importorskip("torchrl", reason="torchrl is not installed (the integrations extra)")
     envpool = pytest.importorskip("envpool", reason="envpool not installed")
     pytest.importorskip("ale_py", reason="Atari needs ale-py")
@@ -82,3 +82,11 @@ def test_torchrl_gymwrapper_takes_make_vec_and_matches_envpool():
             np.testing.assert_array_equal(out["next", "reward"][:, t, 0].numpy(), rew)
     finally:
         theirs.close()
+    # The same path on a task EnvPool does not have (TorchRL one-hot encodes Taxi's Discrete observation).
+    env = GymWrapper(seedpool.make_vec(OTHER, num_envs=2, seed=1, backend="serial", autoreset="disabled"))
+    try:
+        out = env.rollout(PONG_STEPS, break_when_any_done=False)
+    finally:
+        env.close()
+    assert out["observation"].shape == (2, PONG_STEPS, 500)
+    assert set(np.unique(out["next", "reward"].numpy())) <= {-1.0, -10.0, 20.0}

@@ -5,8 +5,8 @@ Loaded with `-p seedpool_envpool_routing` (this folder on `PYTHONPATH`): it inst
 shim before the test modules run `import envpool`, so every `envpool.make_gym(...)` they
 call builds a seedpool pool (on the backend `SEEDPOOL_PEER_BACKEND`, "serial" by default).
 Nothing else is replaced. Tests of EnvPool's internals (its
-C++ spec classes, its own toy envs) are skipped by name (SKIPS), one line of reason each,
-and so are long determinism sweeps (LONG) unless SEEDPOOL_PEER_FULL=1.
+C++ spec classes) would be skipped by name (SKIPS), one line of reason each; long
+determinism sweeps (LONG) are skipped unless SEEDPOOL_PEER_FULL=1.
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ import seedpool
 from peer_routing import pytest_sessionfinish  # noqa: F401 - a hook
 
 # "<file>::<class>::<test>" (or "<file>::<test>" for every class of the file) -> why it does not apply.
-SKIPS: dict[str, str] = {
-    "toy_text_test.py::_ToyTextEnvTest::test_catch": "Catch-v0 is EnvPool's own toy env (no gymnasium or seedpool id)",
-    "toy_text_test.py::_ToyTextEnvTest::test_nchain": "NChain-v0 is EnvPool's own toy env (no gymnasium or seedpool id)",
-}
+# None today: EnvPool's own toy envs (Catch-v0, NChain-v0) are built by seedpool/compat/envpool/toy.py.
+SKIPS: dict[str, str] = {}
 
 
 # Long determinism sweeps (thousands of steps of three pools per task), run with

@@ -15,6 +15,7 @@ from typing import Any
 import dm_env
 import numpy as np
 
+from seedpool.compat.envpool.actions import cast_discrete
 from seedpool.compat.envpool.spec import EnvSpec, Players
 from seedpool.envs.pool import EnvPool
 
@@ -63,12 +64,13 @@ class DMPool(dm_env.Environment):
 
     def send(self, action: Any, env_id: Any = None) -> None:
         """Step `env_id` (default all) with `action`, or with EnvPool's action dict
-        ({"action": ..., "env_id": ..., "players.env_id": ...})."""
+        ({"action": ..., "env_id": ..., "players.env_id": ...}); integer-valued float
+        actions for a Discrete space are cast, as EnvPool casts them (actions.py)."""
         if isinstance(action, dict):
             self._check_raw(action)
             env_id = action.get("env_id", env_id)
             action = action["action"]
-        self.pool.send(action, env_id)
+        self.pool.send(cast_discrete(self.pool.single_action_space, action), env_id)
 
     def _check_raw(self, action: dict[str, Any]) -> None:
         """EnvPool's action dict is its engine's raw layout: each array has the dtype of its
@@ -136,9 +138,11 @@ class DMPool(dm_env.Environment):
         return dm_env.TimeStep(step_type, np.asarray(rew, np.float32), discount, self._observation(obs, info))
 
     def _observation(self, obs: Any, info: dict[str, Any]) -> Any:
-        """obs, env_id, players.env_id, then the info entries whose names can be fields."""
+        """obs, env_id, players.env_id, then the info entries whose names can be fields
+        (not gymnasium's `_key` masks of which envs reported `key`: a field cannot start with _)."""
         env_id = info["env_id"].astype(np.int32)
-        extra = tuple(k for k in info if k.isidentifier() and k not in ("obs", "env_id", "players"))
+        extra = tuple(k for k in info if k.isidentifier() and not k.startswith("_")
+                      and k not in ("obs", "env_id", "players"))
         kind = self._types.get(extra)
         if kind is None:
             kind = self._types[extra] = collections.namedtuple("State", ("obs", "env_id", "players", *extra))

@@ -15,14 +15,11 @@ import types
 
 import gymnasium as gym
 
+from seedpool.compat.envpool.tasks import MUJOCO
+
 # EnvPool's family packages whose tasks seedpool builds (Atari itself, the others through
 # gymnasium), as `import envpool.<family>.registration` names them.
 FAMILIES = ("atari", "classic_control", "toy_text", "box2d", "mujoco", "mujoco.gym")
-
-# EnvPool's MuJoCo (gym) table: (task, versions, max_episode_steps); its tests read it.
-_MUJOCO = (("Ant", 1000), ("HalfCheetah", 1000), ("Hopper", 1000), ("Humanoid", 1000),
-           ("HumanoidStandup", 1000), ("InvertedDoublePendulum", 1000), ("InvertedPendulum", 1000),
-           ("Pusher", 100), ("Reacher", 50), ("Swimmer", 1000), ("Walker2d", 1000))
 
 
 def install_as_envpool(quiet: bool = False) -> types.ModuleType:
@@ -85,5 +82,5 @@ def _family_modules(family: str, registration: types.ModuleType) -> dict[str, ty
         package.AtariEnvSpec = registration.AtariEnvSpec
     if family == "mujoco.gym":
         reg.gym_mujoco_envs = [(task, tuple(v for v in ("v2", "v3", "v4", "v5") if f"{task}-{v}" in gym.registry),
-                                steps) for task, steps in _MUJOCO]
+                                steps) for task, steps in MUJOCO]
     return {name: package, f"{name}.registration": reg}

@@ -10,16 +10,18 @@ a `ValueError` carrying seedpool's message. `seedpool.make` itself keeps its own
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
 
 from seedpool.envs.make import make as make_pool
+from seedpool.compat.envpool.actions import GymnasiumPool
 from seedpool.compat.envpool.dm import DMPool
 from seedpool.compat.envpool.python.protocol import DMEnvPool, GymnasiumEnvPool
 from seedpool.compat.envpool.spec import EnvSpec
+from seedpool.compat.envpool.tasks import ALIASES, OWN, Factory, task_of
 from seedpool.envs import registry as seedpool_registry
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.spec import resolve
@@ -58,14 +60,23 @@ def make_gym(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
 
 
 def make_gymnasium(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
-    """A seedpool pool of `task_id` (a seedpool id, a gymnasium id or one added by register)."""
+    """A seedpool pool of `task_id` (a seedpool id, a gymnasium id, one added by register, or
+    one of EnvPool's own ids: see tasks.py)."""
     options = _options(kwargs)
     options.setdefault("backend", BACKEND)
     try:
-        pool = make_pool(task_id, **options)
+        task, options = task_of(task_id, options)
+        pool = make_pool(task, **options)
     except ValueError as err:
         raise EnvPoolArgumentError(str(err)) from err
-    pool.spec = EnvSpec.of_pool_spec(pool.spec)  # the pool is new: its spec may be replaced
+    # seedpool.make builds seedpool's pool (its layout logic stays in one place); the EnvPool
+    # names' pool only reads actions as EnvPool does and holds no state of its own, so the
+    # new pool's class is switched rather than make() duplicated.
+    pool.__class__ = GymnasiumPool
+    if isinstance(task, Factory):  # EnvPool's options as given (frame_stack, ...) in the config
+        pool.config.update(task.shown)
+    # The pool is new: its spec may be replaced; it names EnvPool's id, not the one built.
+    pool.spec = replace(EnvSpec.of_pool_spec(PoolSpec.of(pool.task, pool.config)), id=task_id)
     return pool
 
 
@@ -78,29 +89,32 @@ def make_dm(task_id: str, **kwargs: Any) -> DMEnvPool:
 def make_spec(task_id: str, **kwargs: Any) -> EnvSpec:
     """The spec a pool of `task_id` made with these options would have (one env is built to
     read the spaces, then closed)."""
-    options = _options(kwargs)
-    engine = {k: options.pop(k) for k in ("num_envs", "batch_size", "seed", "num_threads") if k in options}
-    options.pop("thread_affinity_offset", None)
-    limit = options.pop("max_episode_steps", None)
     try:
-        task = resolve(task_id, max_episode_steps=limit, **options)
+        task_fn, options = task_of(task_id, _options(kwargs))
+        engine = {k: options.pop(k) for k in ("num_envs", "batch_size", "seed", "num_threads") if k in options}
+        options.pop("thread_affinity_offset", None)
+        limit = options.pop("max_episode_steps", None)
+        # A factory from tasks.py has the task's options bound already.
+        task = resolve(task_fn, max_episode_steps=limit, **({} if callable(task_fn) else options))
     except ValueError as err:
         raise EnvPoolArgumentError(str(err)) from err
     try:
         num_envs = engine.get("num_envs", 1)
         batch_size = engine.get("batch_size") or num_envs
         config = pool_config(task, num_envs, batch_size, "auto", engine.get("num_threads") or 0,
-                             "next_step", {"seed": engine.get("seed"), **options})
-        return EnvSpec.of_pool_spec(PoolSpec.of(task, config))
+                             "next_step", {"seed": engine.get("seed"), **getattr(task_fn, "shown", {}), **options})
+        return replace(EnvSpec.of_pool_spec(PoolSpec.of(task, config)), id=task_id)
     finally:
         if task.probe is not None:
             task.probe.close()
 
 
 def list_all_envs() -> list[str]:
-    """Every id make accepts by name: seedpool's own (Atari, MinAtar), those added with
-    `register`, and gymnasium's registered ids (some need gymnasium's extras installed)."""
-    return sorted(set(seedpool_registry.registered_ids()) | set(_USER_IDS) | set(gym.registry))
+    """Every id make accepts by name: seedpool's own (Atari, MinAtar), EnvPool's own ids that
+    seedpool builds (tasks.py), those added with `register`, and gymnasium's registered ids
+    (some need gymnasium's extras installed)."""
+    return sorted(set(seedpool_registry.registered_ids()) | set(ALIASES) | set(OWN) | set(_USER_IDS)
+                  | set(gym.registry))
 
 
 def register(task_id: str, entry_point: str | Callable[..., gym.Env], aliases: Sequence[str] = (),
@@ -116,7 +130,7 @@ def register(task_id: str, entry_point: str | Callable[..., gym.Env], aliases: S
             "entry_point='my_module:MyEnv', **default_options)")
     limit = kwargs.pop("max_episode_steps", None)
     for name in (task_id, *aliases):
-        if name in gym.registry or seedpool_registry.find(name) is not None:
+        if name in gym.registry or name in ALIASES or name in OWN or seedpool_registry.find(name) is not None:
             raise EnvPoolArgumentError(f"{name!r} is already registered")
         gym.register(name, entry_point=entry_point, max_episode_steps=limit, kwargs=dict(kwargs))
         _USER_IDS.append(name)
