@@ -67,6 +67,10 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self.metadata = {"render_modes": [], "autoreset_mode": _MODES[autoreset]}
         self.autoreset_mode = _MODES[autoreset]  # gymnasium's vector envs' attribute
         self._restart_info = executor_cfg.restart_workers
+        # The per-episode counts of every recv()'s info (elapsed_step, episode_return,
+        # episode_length); make_vec turns them off when its caller does not want them, which
+        # saves their copies on every step of a user's loop.
+        self.engine_counts = True
         # Where a Dict/Tuple action's batch size is read from (its first leaf); None: flat.
         nested = isinstance(spec.action_space, spaces.COMPOSITE)
         self._action_path = spaces.leaves(spec.action_space)[0][0] if nested else None
@@ -327,13 +331,12 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         """Fresh arrays of the rows `sel`: an index array, a slice of consecutive envs, or all."""
         b = self._b
         take = spaces.taker(sel)
-        elapsed = take(b.elapsed_step)
-        info: dict[str, Any] = {
-            "env_id": env_id,
-            "elapsed_step": elapsed,
-            "episode_return": take(b.episode_return),
-            "episode_length": elapsed.copy(),  # the same count, its own array
-        }
+        info: dict[str, Any] = {"env_id": env_id}
+        if self.engine_counts:
+            elapsed = take(b.elapsed_step)
+            info["elapsed_step"] = elapsed
+            info["episode_return"] = take(b.episode_return)
+            info["episode_length"] = elapsed.copy()  # the same count, its own array
         # Declared info keys; an env that declares its own elapsed_step (Atari: the game's
         # steps across lives, as EnvPool counts them) replaces the engine's per-episode count.
         for k, arr in b.info.items():

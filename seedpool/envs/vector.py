@@ -211,7 +211,9 @@ def make_vec(task: Any, num_envs: int | None = None, engine_info: bool = False, 
     n = env_count(task, num_envs)
     if kwargs.get("batch_size") not in (None, n):
         raise ValueError("make_vec builds a synchronous VectorEnv: batch_size must equal num_envs")
-    return SeedpoolVectorEnv(make(task, num_envs=num_envs, **kwargs), engine_info=engine_info)
+    pool = make(task, num_envs=num_envs, **kwargs)
+    pool.engine_counts = engine_info  # its own pool: the counts it would drop are not computed
+    return SeedpoolVectorEnv(pool, engine_info=engine_info)
 
 
 __all__ = ["make_vec", "SeedpoolVectorEnv"]
