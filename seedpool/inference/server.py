@@ -1,8 +1,12 @@
 """The central inference server: one thread that batches requests and runs the policy.
 
 Sources (actor loops) `submit` observation batches and wait on the reply; the server
-batches them dynamically, keeps per-env recurrent state and trajectory buffers, runs the
-policy on the learner's device, and hands complete unrolls to `on_unrolls`. The learner
+batches them dynamically, keeps per-env recurrent state (`StateSlots`) and trajectory
+buffers, runs the policy on the learner's device, and hands complete unrolls to
+`on_unrolls`. A recurrent policy's state is reset where an episode starts (the row's
+`first` flag: after terminated/truncated, i.e. the engine's autoreset step) and dropped
+when an env restarts (a dead worker, a replaced Ray group); each unroll carries the state
+the policy was given at its first observation (`Unrolls.start_state`). The learner
 `publish`es new parameters with a version number; they are swapped in between batches
 and every recorded step carries the version that chose its action.
 """
@@ -17,6 +21,7 @@ import numpy as np
 import torch
 
 from seedpool.inference.batcher import DynamicBatcher, Reply, Request
+from seedpool.inference.state_slots import StateSlots
 from seedpool.inference.stats import InferenceStats
 from seedpool.inference.unrolls import TrajectoryBuffers
 from seedpool.records import ActOutput, State, Unrolls
@@ -24,34 +29,6 @@ from seedpool.records import ActOutput, State, Unrolls
 ActFn = Callable[[torch.nn.Module, torch.Tensor, State, torch.Tensor, torch.Tensor], ActOutput]
 """act(model, obs, state, first, slots) -> ActOutput; `first` marks rows that open an
 episode, `slots` are the rows' global env slots (per-env exploration keys on them)."""
-
-
-class StateSlots:
-    """Per-env recurrent state on the device; every call is a no-op for feed-forward models."""
-
-    def __init__(self, num_slots: int, initial: State, device: torch.device) -> None:
-        self.initial = None if initial is None else {k: v.to(device) for k, v in initial.items()}
-        self.store = None if initial is None else {
-            k: v.to(device).unsqueeze(0).repeat(num_slots, *([1] * v.dim()))
-            for k, v in initial.items()
-        }
-
-    def gather(self, slots: torch.Tensor, first: torch.Tensor) -> State:
-        """The state of each row, reset to the initial state where `first` is set."""
-        if self.store is None:
-            return None
-        out = {}
-        for k, v in self.store.items():
-            rows = v[slots]
-            rows[first] = self.initial[k]
-            out[k] = rows
-        return out
-
-    def scatter(self, slots: torch.Tensor, state: State) -> None:
-        """Keep the state each row's policy call returned."""
-        if self.store is not None and state is not None:
-            for k, v in state.items():
-                self.store[k][slots] = v
 
 
 class InferenceServer:
@@ -140,13 +117,19 @@ class InferenceServer:
         cat = np.concatenate
         slots = cat([r.slots for r in requests])
         obs_np = cat([r.obs for r in requests])
+        restarted = cat([r.restarted for r in requests])
+        if restarted.any():  # those envs start afresh: their memory goes with their cut unroll
+            self.states.reset(slots[restarted])
         completed, first = self.buffers.observe(
             slots, obs_np, cat([r.rewards for r in requests]),
-            cat([r.terminated for r in requests]), cat([r.truncated for r in requests]),
-            cat([r.restarted for r in requests]),
+            cat([r.terminated for r in requests]), cat([r.truncated for r in requests]), restarted,
         )
+        # Rows whose observation opens a new unroll (the previous one was just cut, or none was open).
+        opens = self.buffers.pos[slots] == 0
         blocked_s = 0.0
         if completed is not None:
+            # Before this batch overwrites them: the states these unrolls started from.
+            completed.start_state = self.states.starts_for(completed.slots)
             t0 = time.perf_counter()
             self.on_unrolls(completed)
             blocked_s = time.perf_counter() - t0
@@ -154,8 +137,12 @@ class InferenceServer:
         obs = torch.from_numpy(obs_np).to(self.device)
         slots_t = torch.from_numpy(slots).to(self.device)
         first_t = torch.from_numpy(first).to(self.device)
+        state = self.states.gather(slots_t, first_t)
+        if state is not None and opens.any():
+            opens_t = torch.from_numpy(opens).to(self.device)
+            self.states.record_starts(slots_t[opens_t], {k: v[opens_t] for k, v in state.items()})
         with torch.no_grad():
-            out = self.act(self.model, obs, self.states.gather(slots_t, first_t), first_t, slots_t)
+            out = self.act(self.model, obs, state, first_t, slots_t)
         self.states.scatter(slots_t, out.state)
         actions = out.actions.cpu().numpy()
         aux = None if out.aux is None else out.aux.float().cpu().numpy()
