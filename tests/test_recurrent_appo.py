@@ -162,5 +162,8 @@ def test_recurrent_impala_trains_checkpoints_and_resumes(tmp_path):
     after = load_checkpoint(resumed.run_dir / CHECKPOINT_FILE, "impala")
     assert resumed.run_dir == first.run_dir and after["learner"]["version"] > before["learner"]["version"]
     assert not torch.equal(after["model"]["core.rnn.weight_hh_l0"], before["model"]["core.rnn.weight_hh_l0"])
+    from seedpool.cli import main
+
+    assert main(["eval", str(resumed.run_dir), "--episodes", "1"]) == 0  # eval rebuilds the recurrent policy
     with pytest.raises(ValueError, match="--model.prev-action"):
         train_impala(_tiny_cfg(tmp_path / "bad", 600, prev_action=True))
