@@ -15,7 +15,6 @@ import numpy as np
 import torch
 
 from seedpool.models.base import float32
-from seedpool.models.recurrent import is_recurrent
 from seedpool.records import ActOutput, State, Unrolls
 
 STATE_PREFIX = "state/"
@@ -64,9 +63,9 @@ def evaluate_recurrent(model: torch.nn.Module, batch: dict[str, torch.Tensor], b
     return logp, entropy, values
 
 
-def check_recurrent_options(model: torch.nn.Module) -> None:
-    """Refuse what the central-inference system does not feed a recurrent policy yet."""
-    if is_recurrent(model) and (getattr(model, "prev_action", False) or getattr(model, "prev_reward", False)):
+def check_recurrent_options(core: str, prev_action: bool, prev_reward: bool) -> None:
+    """Refuse (before any env starts) what the central-inference system does not feed a recurrent policy yet."""
+    if core != "none" and (prev_action or prev_reward):
         raise ValueError("--model.prev-action / --model.prev-reward: the inference server does not feed the previous "
                          "action and reward to a recurrent policy yet; IMPALA/APPO takes --model.core lstm|gru without "
                          "them (recurrent PPO, `seedpool train ppo`, has both)")

@@ -39,13 +39,13 @@ class IMPALATrainConfig(CentralRunConfig):
 
 def train_impala(cfg: IMPALATrainConfig) -> RunResult:
     """Train IMPALA with SEED-style central inference; returns the run's headline numbers."""
+    check_recurrent_options(cfg.model.core, cfg.model.prev_action, cfg.model.prev_reward)
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
     env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
     sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
     try:
         policy = make_policy(sources[0].single_observation_space, sources[0].single_action_space, cfg.model)
-        check_recurrent_options(policy)
         precision = resolve_precision(cfg.precision, device, policy)
         learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps, precision=precision)
         if ckpt is not None:
