@@ -28,9 +28,10 @@ def recurrent_appo_config(tmp_path, total: int, seed: int = 1, **options):
                                **options)
 
 
-def test_recurrent_appo_reaches_100_where_feed_forward_appo_stays_near_50(tmp_path):
-    # Annealed over 120k steps, stopped once the mean of the last 20 episodes reaches 100. Feed-forward
-    # APPO in the same shape peaked at 63 within 40k steps (benchmarks/results/recurrent_appo_cartpole_novel.md).
+def test_recurrent_appo_reaches_100_within_40k_steps_where_feed_forward_appo_stays_below_70(tmp_path):
+    # Annealed over 120k steps, stopped once the mean of the last 20 episodes reaches 100 (seeds 1-3 got
+    # there at 21k, 24k and 32k env steps); feed-forward APPO in the same shape peaked at 68 within 40k
+    # steps (benchmarks/results/recurrent_appo_cartpole_novel.md).
     result = train_impala(recurrent_appo_config(tmp_path, 120_000, stop_at_return=100.0))
     assert result.final_return >= 100, f"mean of the last 20 episodes {result.final_return:.1f} after {result.step} steps"
-    assert result.step <= 30_000, f"reached 100 only after {result.step} env steps"
+    assert result.step <= 40_000, f"reached 100 only after {result.step} env steps"
