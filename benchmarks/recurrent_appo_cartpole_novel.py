@@ -80,13 +80,18 @@ def run_one(overrides: dict, seed: int, total: int, stop: float | None) -> dict:
 
 def summarize(runs: list[dict]) -> list[str]:
     """One table row from the runs of one variant, budget and stop."""
+    runs = sorted(runs, key=lambda r: r["seed"])
     r0 = runs[0]
     cells = [r0["variant"], f"{r0['budget'] // 1000}k" + (f", stop at {r0['stop']:g}" if r0["stop"] else ""),
              ", ".join(str(r["seed"]) for r in runs),
              ", ".join(f"{r['final']:.0f}" for r in runs), ", ".join(f"{r['best']:.0f}" for r in runs)]
+    def first(r: dict, bar: int) -> str:
+        if r["first"][str(bar)] >= 0:
+            return f"{r['first'][str(bar)] / 1000:.1f}k"
+        return "— (stopped before)" if r["stop"] is not None and bar > r["stop"] else "never"
+
     for b in BARS:
-        cells.append(", ".join(f"{r['first'][str(b)] / 1000:.1f}k" if r["first"][str(b)] >= 0 else "never"
-                               for r in runs))
+        cells.append(", ".join(first(r, b) for r in runs))
     cells.append(", ".join(f"{r['seconds']:.0f}" for r in runs))
     cells.append(f"{min(r['load_start'] for r in runs):.1f}-{max(r['load_end'] for r in runs):.1f}")
     return cells
