@@ -93,7 +93,8 @@ def summarize(runs: list[dict]) -> list[str]:
     for b in BARS:
         cells.append(", ".join(first(r, b) for r in runs))
     cells.append(", ".join(f"{r['seconds']:.0f}" for r in runs))
-    cells.append(f"{min(r['load_start'] for r in runs):.1f}-{max(r['load_end'] for r in runs):.1f}")
+    loads = [r["load_start"] for r in runs] + [r["load_end"] for r in runs]
+    cells.append(f"{min(loads):.1f}-{max(loads):.1f}")
     return cells
 
 
