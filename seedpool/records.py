@@ -102,6 +102,9 @@ class Unrolls:
     start_state: dict[str, np.ndarray] | None = None
     """Recurrent policies: the state the policy was given at obs[0] of each unroll, float32
     arrays [n, ...] (after the reset where first[0] is set); None for feed-forward ones."""
+    start_inputs: dict[str, np.ndarray] | None = None
+    """Recurrent policies that read them: the previous action [n, ...] and reward float32 [n]
+    the policy was given at obs[0] (``prev_action``, ``prev_reward``); None otherwise."""
 
     @property
     def num_steps(self) -> int:
@@ -110,6 +113,9 @@ class Unrolls:
 
     def __len__(self) -> int:
         return self.slots.shape[0]
+
+
+_PER_UNROLL = ("start_state", "start_inputs")
 
 
 def concat_unrolls(parts: list[Unrolls]) -> Unrolls:
@@ -121,7 +127,7 @@ def concat_unrolls(parts: list[Unrolls]) -> Unrolls:
         arrays = [getattr(p, f.name) for p in parts]
         if arrays[0] is None:
             joined[f.name] = None
-        elif f.name == "start_state":  # per unroll: the batch axis is axis 0
+        elif f.name in _PER_UNROLL:  # dicts of arrays whose batch axis is axis 0
             joined[f.name] = {k: np.concatenate([a[k] for a in arrays]) for k in arrays[0]}
         else:
             joined[f.name] = np.concatenate(arrays, axis=0 if f.name == "slots" else 1)
@@ -134,7 +140,7 @@ def take_unrolls(u: Unrolls, index: slice | np.ndarray) -> Unrolls:
         a = getattr(u, name)
         if a is None:
             return None
-        if name == "start_state":
+        if name in _PER_UNROLL:
             return {k: v[index] for k, v in a.items()}
         return a[index] if name == "slots" else a[:, index]
 

@@ -17,16 +17,16 @@ from seedpool.models import ModelConfig, make_policy
 OBS = gym.spaces.Box(-1, 1, (2,), np.float32)
 
 
-def _policy(core="lstm"):
+def _policy(core="lstm", **inputs):
     torch.manual_seed(0)
-    return make_policy(OBS, gym.spaces.Discrete(3), ModelConfig(core=core, core_size=8, hidden_sizes=(8,)))
+    return make_policy(OBS, gym.spaces.Discrete(3), ModelConfig(core=core, core_size=8, hidden_sizes=(8,), **inputs))
 
 
-def _request(slots, obs, term=None, restarted=None):
+def _request(slots, obs, term=None, restarted=None, rewards=None):
     n = len(slots)
     z = np.zeros(n, dtype=bool)
     return Request(slots=np.asarray(slots, np.int64), obs=np.asarray(obs, np.float32),
-                   rewards=np.ones(n, np.float32), terminated=z if term is None else np.asarray(term),
+                   rewards=np.ones(n, np.float32) if rewards is None else np.asarray(rewards, np.float32), terminated=z if term is None else np.asarray(term),
                    truncated=z.copy(), restarted=z.copy() if restarted is None else np.asarray(restarted))
 
 
@@ -35,7 +35,7 @@ def _server(policy, act, T, num_slots=3):
     initial = {k: v[0] for k, v in policy.initial_state(1).items()}
     server = InferenceServer(policy, act, num_slots=num_slots, obs_shape=(2,), obs_dtype=np.float32,
                              unroll_length=T, max_batch=num_slots, max_wait_s=0.0, on_unrolls=unrolls.append,
-                             initial_state=initial)
+                             initial_state=initial, prev_inputs=policy.prev_action or policy.prev_reward)
     return server, unrolls
 
 
@@ -48,19 +48,21 @@ def _drive(server, steps, ends, rng):
         term = [ends.get((s, seen[s]), False) for s in slots]
         for s in slots:
             seen[s] += 1
-        reply = server.submit(_request(slots, rng.uniform(-1, 1, (len(slots), 2)), term))
+        reply = server.submit(_request(slots, rng.uniform(-1, 1, (len(slots), 2)), term,
+                                       rewards=rng.uniform(-1, 1, len(slots))))
         server.run_once(idle_timeout=1.0)
         reply.wait(0)
 
 
-def test_server_records_at_each_unroll_start_the_state_the_policy_used_there():
-    policy = _policy()
-    used: dict[int, list] = {0: [], 1: [], 2: []}  # per slot: the state the policy was given, in order
+@pytest.mark.parametrize("inputs", [{}, {"prev_action": True, "prev_reward": True}])
+def test_server_records_at_each_unroll_start_the_state_the_policy_used_there(inputs):
+    policy = _policy(**inputs)
+    used: dict[int, list] = {0: [], 1: [], 2: []}  # per slot: the state (and inputs) the policy was given, in order
 
-    def recording_act(model, obs, state, first, slots):
+    def recording_act(model, obs, state, first, slots, **prev):
         for row, s in enumerate(slots.tolist()):
-            used[s].append({k: v[row].clone() for k, v in state.items()})
-        return recurrent_policy_act(model, obs, state, first, slots)
+            used[s].append({k: v[row].clone() for k, v in (state | prev).items()})
+        return recurrent_policy_act(model, obs, state, first, slots, **prev)
 
     T = 4
     server, unrolls = _server(policy, recording_act, T)
@@ -73,8 +75,10 @@ def test_server_records_at_each_unroll_start_the_state_the_policy_used_there():
         # Unroll n of a slot opens at its n*T-th observation (the previous unroll's bootstrap).
         at = used[s][emitted[s] * T]
         emitted[s] += 1
-        for k in at:
+        for k in u.start_state:
             np.testing.assert_array_equal(u.start_state[k][j], at[k].numpy())
+        if inputs:  # and the previous action and reward it was given there
+            assert u.start_inputs["prev_action"][j] == at["prev_action"] and u.start_inputs["prev_reward"][j] == at["prev_reward"]
     carried = ~u.first[0]
     assert carried.any() and np.abs(u.start_state["h"][carried]).min(axis=1).max() > 0  # real, carried states
     assert (u.start_state["h"][u.first[0]] == 0).all()  # an unroll that opens an episode starts from zero
@@ -87,6 +91,11 @@ def test_server_records_at_each_unroll_start_the_state_the_policy_used_there():
     assert values.shape == (T + 1, len(u))
     valid = torch.from_numpy(u.valid)
     torch.testing.assert_close(logp[valid], torch.from_numpy(u.logp)[valid])
+    if inputs:  # the inputs matter: without them the re-run gives other log-probs
+        assert (u.start_inputs["prev_reward"] != 0).any()
+        del batch["prev_rewards"], batch["prev_actions"]
+        with pytest.raises(ValueError, match="previous action"), torch.no_grad():
+            evaluate_recurrent(policy, batch, bootstrap=True)
 
 
 def test_state_resets_at_episode_starts_and_is_dropped_when_an_env_restarts():
@@ -165,5 +174,6 @@ def test_recurrent_impala_trains_checkpoints_and_resumes(tmp_path):
     from seedpool.cli import main
 
     assert main(["eval", str(resumed.run_dir), "--episodes", "1"]) == 0  # eval rebuilds the recurrent policy
-    with pytest.raises(ValueError, match="--model.prev-action"):
-        train_impala(_tiny_cfg(tmp_path / "bad", 600, prev_action=True))
+    # A core that also reads the previous action and reward trains on the same system.
+    with_inputs = train_impala(_tiny_cfg(tmp_path / "inputs", 600, prev_action=True, prev_reward=True))
+    assert load_checkpoint(with_inputs.run_dir / CHECKPOINT_FILE, "impala")["learner"]["version"] > 0

@@ -22,9 +22,11 @@ STATE_PREFIX = "state/"
 
 
 def recurrent_policy_act(model: torch.nn.Module, obs: torch.Tensor, state: State, first: torch.Tensor,
-                         slots: torch.Tensor | None = None) -> ActOutput:
-    """The inference server's act function for a recurrent actor-critic: sample, keep log-prob and next state."""
-    action, logp, _, next_state = model.act_step(obs, state, first)
+                         slots: torch.Tensor | None = None, prev_action: torch.Tensor | None = None,
+                         prev_reward: torch.Tensor | None = None) -> ActOutput:
+    """The inference server's act function for a recurrent actor-critic: sample, keep log-prob and next state
+    (the previous action and reward come from a server built with ``prev_inputs=True``)."""
+    action, logp, _, next_state = model.act_step(obs, state, first, prev_action, prev_reward)
     return ActOutput(actions=action, logp=logp, state=next_state)
 
 
@@ -41,6 +43,12 @@ def recurrent_tensors(u: Unrolls, device: torch.device) -> dict[str, torch.Tenso
     out = {"first": torch.from_numpy(np.ascontiguousarray(first)).to(device)}
     out.update({STATE_PREFIX + k: torch.from_numpy(np.ascontiguousarray(v)).to(device)
                 for k, v in u.start_state.items()})
+    if u.start_inputs is not None:
+        # Observation t + 1's previous action and reward are step t's; obs[0]'s were recorded.
+        prev_a = np.concatenate([u.start_inputs["prev_action"][None], u.actions], axis=0)
+        prev_r = np.concatenate([u.start_inputs["prev_reward"][None], u.rewards], axis=0)
+        out["prev_actions"] = torch.from_numpy(np.ascontiguousarray(prev_a)).to(device)
+        out["prev_rewards"] = torch.from_numpy(np.ascontiguousarray(prev_r)).to(device)
     return out
 
 
@@ -56,16 +64,11 @@ def evaluate_recurrent(model: torch.nn.Module, batch: dict[str, torch.Tensor], b
     T = actions.shape[0]
     steps = T + 1 if bootstrap else T
     state = {k[len(STATE_PREFIX):]: v for k, v in batch.items() if k.startswith(STATE_PREFIX)}
-    params, values, _ = model.sequence(obs[:steps], state, batch["first"][:steps])
+    prev_a, prev_r = batch.get("prev_actions"), batch.get("prev_rewards")
+    params, values, _ = model.sequence(obs[:steps], state, batch["first"][:steps],
+                                       None if prev_a is None else prev_a[:steps],
+                                       None if prev_r is None else prev_r[:steps])
     params, values = float32((params, values))
     params_t = params[:T] if isinstance(params, torch.Tensor) else tuple(p[:T] for p in params)
     logp, entropy = model.head.log_prob_entropy(params_t, actions)
     return logp, entropy, values
-
-
-def check_recurrent_options(core: str, prev_action: bool, prev_reward: bool) -> None:
-    """Refuse (before any env starts) what the central-inference system does not feed a recurrent policy yet."""
-    if core != "none" and (prev_action or prev_reward):
-        raise ValueError("--model.prev-action / --model.prev-reward: the inference server does not feed the previous "
-                         "action and reward to a recurrent policy yet; IMPALA/APPO takes --model.core lstm|gru without "
-                         "them (recurrent PPO, `seedpool train ppo`, has both)")

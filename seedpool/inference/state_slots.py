@@ -99,3 +99,40 @@ class StateSlots:
         if len(index) and (int(index.min()) < 0 or int(index.max()) >= self.num_slots):
             raise ValueError(f"slots must lie in [0, {self.num_slots}), got {index.tolist()}")
         return index
+
+
+class PreviousInputs:
+    """Each env's previous action and reward, for a policy that reads them (``--model.prev-action``,
+    ``--model.prev-reward``), kept beside `StateSlots`: the action the policy chose last for the
+    slot, the reward that came with its new observation, and both as they were at the first
+    observation of the slot's current unroll (what a learner needs to re-run it).
+    Both read zero on a row that opens an episode."""
+
+    def __init__(self, num_slots: int, action_shape: tuple, action_dtype: torch.dtype,
+                 device: torch.device | str = "cpu") -> None:
+        self.num_slots = num_slots
+        self.action = torch.zeros((num_slots, *action_shape), dtype=action_dtype, device=device)
+        self.start_action = torch.zeros_like(self.action)
+        self.start_reward = torch.zeros(num_slots, device=device)
+
+    def gather(self, slots: torch.Tensor, rewards: torch.Tensor, first: torch.Tensor,
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(previous action, previous reward) of each row, zero where ``first`` is set."""
+        action = self.action[slots]
+        action[first] = 0
+        return action, torch.where(first, torch.zeros_like(rewards), rewards.float())
+
+    def keep_actions(self, slots: torch.Tensor, actions: torch.Tensor) -> None:
+        """The actions just chosen: each slot's previous action at its next observation."""
+        self.action[slots] = actions.to(self.action.dtype)
+
+    def record_starts(self, slots: torch.Tensor, action: torch.Tensor, reward: torch.Tensor) -> None:
+        """Remember the inputs of the rows that open an unroll."""
+        self.start_action[slots] = action
+        self.start_reward[slots] = reward
+
+    def starts_for(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+        """The inputs at these slots' unroll start: ``prev_action`` [n, ...], ``prev_reward`` float32 [n]."""
+        index = torch.as_tensor(slots, dtype=torch.int64, device=self.action.device)
+        return {"prev_action": self.start_action[index].cpu().numpy(),
+                "prev_reward": self.start_reward[index].float().cpu().numpy()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from seedpool.algos.impala import ImpalaConfig, ImpalaLearner, policy_act
-from seedpool.algos.impala_recurrent import check_recurrent_options, recurrent_policy_act
+from seedpool.algos.impala_recurrent import recurrent_policy_act
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
@@ -39,7 +39,6 @@ class IMPALATrainConfig(CentralRunConfig):
 
 def train_impala(cfg: IMPALATrainConfig) -> RunResult:
     """Train IMPALA with SEED-style central inference; returns the run's headline numbers."""
-    check_recurrent_options(cfg.model.core, cfg.model.prev_action, cfg.model.prev_reward)
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
     env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
@@ -58,7 +57,8 @@ def train_impala(cfg: IMPALATrainConfig) -> RunResult:
             system = CentralSystem(sources, learner, autocast_fn(act, precision, device), cfg.acting,
                                    device=device, unrolls_per_batch=cfg.impala.unrolls_per_batch,
                                    unroll_length=cfg.impala.unroll_length, env_steps=run.step,
-                                   initial_state=initial)
+                                   initial_state=initial,
+                                   prev_inputs=is_recurrent(policy) and (cfg.model.prev_action or cfg.model.prev_reward))
             run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, policy on {device} ({precision})")
             run_central(run, system, cfg.total_timesteps, trainer_state, cfg.stop_at_return)
     finally:
