@@ -99,6 +99,12 @@ class Unrolls:
     """Global env slot of each unroll, int64 [n]."""
     aux: np.ndarray | None = None
     """The policy's per-step `ActOutput.aux`, float32 [T, n, k]; None when it returned none."""
+    start_state: dict[str, np.ndarray] | None = None
+    """Recurrent policies: the state the policy was given at obs[0] of each unroll, float32
+    arrays [n, ...] (after the reset where first[0] is set); None for feed-forward ones."""
+    start_inputs: dict[str, np.ndarray] | None = None
+    """Recurrent policies that read them: the previous action [n, ...] and reward float32 [n]
+    the policy was given at obs[0] (``prev_action``, ``prev_reward``); None otherwise."""
 
     @property
     def num_steps(self) -> int:
@@ -109,15 +115,22 @@ class Unrolls:
         return self.slots.shape[0]
 
 
+_PER_UNROLL = ("start_state", "start_inputs")
+
+
 def concat_unrolls(parts: list[Unrolls]) -> Unrolls:
     """Join unroll batches along the batch axis (axis 1 for [T, n] arrays, 0 for slots)."""
     if not parts:
         raise ValueError("concat_unrolls needs at least one Unrolls")
     joined = {}
     for f in fields(Unrolls):
-        axis = 0 if f.name == "slots" else 1
         arrays = [getattr(p, f.name) for p in parts]
-        joined[f.name] = None if arrays[0] is None else np.concatenate(arrays, axis=axis)
+        if arrays[0] is None:
+            joined[f.name] = None
+        elif f.name in _PER_UNROLL:  # dicts of arrays whose batch axis is axis 0
+            joined[f.name] = {k: np.concatenate([a[k] for a in arrays]) for k in arrays[0]}
+        else:
+            joined[f.name] = np.concatenate(arrays, axis=0 if f.name == "slots" else 1)
     return Unrolls(**joined)
 
 
@@ -125,7 +138,11 @@ def take_unrolls(u: Unrolls, index: slice | np.ndarray) -> Unrolls:
     """Select unrolls along the batch axis."""
     def take(name: str):
         a = getattr(u, name)
-        return None if a is None else a[index] if name == "slots" else a[:, index]
+        if a is None:
+            return None
+        if name in _PER_UNROLL:
+            return {k: v[index] for k, v in a.items()}
+        return a[index] if name == "slots" else a[:, index]
 
     return Unrolls(**{f.name: take(f.name) for f in fields(Unrolls)})
 

@@ -239,7 +239,3 @@ def test_cli_trains_a_recurrent_policy_on_a_users_env_and_evaluates_it(tmp_path,
     assert '"core": "gru"' in (run_dir / "config.json").read_text()
     assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
     assert "return" in capsys.readouterr().out
-    # IMPALA does not carry a recurrent state yet: it says so instead of training without memory.
-    bad = ["train", "impala", "--env", "CartPole-v1", "--model.core", "lstm", "--runs-dir", str(tmp_path / "r2")]
-    assert main(bad) == 2
-    assert "--model.core lstm" in capsys.readouterr().err

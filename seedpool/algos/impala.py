@@ -9,6 +9,9 @@ Two policy objectives share the V-trace value targets:
   the ratio does the importance weighting), as Sample Factory's APPO does. Targets are
   computed once per batch, so several epochs and minibatches can reuse a batch safely.
 
+A recurrent policy (``--model.core lstm|gru``) learns through time over whole unrolls from
+the state each started with (`seedpool.algos.impala_recurrent`); V-trace is unchanged.
+
 The learner consumes batches of time-major unrolls (`seedpool.records.Unrolls`) and keeps
 a version number that increases with every update, so the inference server can tag each
 sample with the parameters that chose it and the learner can log the policy lag.
@@ -25,9 +28,11 @@ from torch import nn
 
 from seedpool.algos.batching import frames_last, take_rows
 from seedpool.algos.gradient import NonFiniteLossError, Precision  # noqa: F401 (re-exported)
+from seedpool.algos.impala_recurrent import evaluate_recurrent, recurrent_tensors, unroll_axis
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
 from seedpool.models.base import ActorCritic, float32
+from seedpool.models.recurrent import is_recurrent
 from seedpool.records import ActOutput, Unrolls
 
 Batch = dict[str, torch.Tensor]
@@ -91,17 +96,22 @@ def make_optimizer(model: nn.Module, cfg: ImpalaConfig) -> torch.optim.Optimizer
     raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {cfg.optimizer!r}")
 
 
-def unrolls_to_tensors(u: Unrolls, device: torch.device) -> Batch:
-    """Move a batch of unrolls to the learner's device, as [T(+1), B] tensors."""
+def unrolls_to_tensors(u: Unrolls, device: torch.device, recurrent: bool = False) -> Batch:
+    """Move a batch of unrolls to the learner's device, as [T(+1), B] tensors (``recurrent``:
+    also ``first`` [T + 1, B] and the start state, see `seedpool.algos.impala_recurrent`)."""
     batch = {name: torch.from_numpy(np.ascontiguousarray(getattr(u, name))).to(device)
              for name in ("obs", "actions", "logp", "rewards", "terminated", "valid")}
     # Frames once in the layout the convolutions want, not once per epoch and minibatch.
     batch["obs"] = frames_last(batch["obs"])
+    if recurrent:
+        batch.update(recurrent_tensors(u, device))
     return batch
 
 
 def _evaluate(model: ActorCritic, batch: Batch, bootstrap: bool):
     """(target log-probs [T, B], entropies [T, B], values [T(+1), B]) under the current model."""
+    if "first" in batch:  # a recurrent policy: through time from each unroll's start state
+        return evaluate_recurrent(model, batch, bootstrap)
     obs, actions = batch["obs"], batch["actions"]
     T, B = actions.shape[:2]
     steps = T + 1 if bootstrap else T
@@ -202,7 +212,7 @@ class ImpalaLearner(GradientLearner):
         (`seedpool.algos.gradient`) with the parameters of the failing gradient step untouched."""
         lr = linear_decay(self.cfg.learning_rate, self.progress, self.cfg.anneal_lr)
         set_learning_rate(self.optimizer, lr)
-        batch = unrolls_to_tensors(unrolls, self.device)
+        batch = unrolls_to_tensors(unrolls, self.device, is_recurrent(self.model))
         self.model.train()
         clip = None if self.cfg.clip_coef is None else linear_decay(self.cfg.clip_coef, self.progress,
                                                                     self.cfg.anneal_clip)
@@ -232,7 +242,7 @@ class ImpalaLearner(GradientLearner):
     def _step(self, batch: Batch, targets: dict | None, idx: torch.Tensor, clip: float | None):
         """One gradient step on the unrolls (columns) ``idx``."""
         whole = len(idx) == batch["actions"].shape[1]
-        mb = batch if whole else {k: take_rows(v, idx, dim=1) for k, v in batch.items()}
+        mb = batch if whole else {k: take_rows(v, idx, dim=unroll_axis(k)) for k, v in batch.items()}
         with self.gradient.autocast():
             if targets is None:
                 loss, parts = impala_loss(self.model, mb, self.cfg)

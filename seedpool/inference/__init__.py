@@ -1,7 +1,8 @@
 """SEED-style central inference: dynamic batching, per-env state, unrolls, parameter versions."""
 
 from seedpool.inference.batcher import DynamicBatcher, Reply, Request
-from seedpool.inference.server import ActFn, InferenceServer, StateSlots
+from seedpool.inference.server import ActFn, InferenceServer
+from seedpool.inference.state_slots import StateSlots
 from seedpool.inference.sources import Source
 from seedpool.inference.stats import InferenceStats
 from seedpool.inference.unrolls import TrajectoryBuffers

@@ -1,8 +1,12 @@
 """The central inference server: one thread that batches requests and runs the policy.
 
 Sources (actor loops) `submit` observation batches and wait on the reply; the server
-batches them dynamically, keeps per-env recurrent state and trajectory buffers, runs the
-policy on the learner's device, and hands complete unrolls to `on_unrolls`. The learner
+batches them dynamically, keeps per-env recurrent state (`StateSlots`) and trajectory
+buffers, runs the policy on the learner's device, and hands complete unrolls to
+`on_unrolls`. A recurrent policy's state is reset where an episode starts (the row's
+`first` flag: after terminated/truncated, i.e. the engine's autoreset step) and dropped
+when an env restarts (a dead worker, a replaced Ray group); each unroll carries the state
+the policy was given at its first observation (`Unrolls.start_state`). The learner
 `publish`es new parameters with a version number; they are swapped in between batches
 and every recorded step carries the version that chose its action.
 """
@@ -17,41 +21,16 @@ import numpy as np
 import torch
 
 from seedpool.inference.batcher import DynamicBatcher, Reply, Request
+from seedpool.inference.state_slots import PreviousInputs, StateSlots
 from seedpool.inference.stats import InferenceStats
 from seedpool.inference.unrolls import TrajectoryBuffers
 from seedpool.records import ActOutput, State, Unrolls
 
-ActFn = Callable[[torch.nn.Module, torch.Tensor, State, torch.Tensor, torch.Tensor], ActOutput]
+ActFn = Callable[..., ActOutput]
 """act(model, obs, state, first, slots) -> ActOutput; `first` marks rows that open an
-episode, `slots` are the rows' global env slots (per-env exploration keys on them)."""
-
-
-class StateSlots:
-    """Per-env recurrent state on the device; every call is a no-op for feed-forward models."""
-
-    def __init__(self, num_slots: int, initial: State, device: torch.device) -> None:
-        self.initial = None if initial is None else {k: v.to(device) for k, v in initial.items()}
-        self.store = None if initial is None else {
-            k: v.to(device).unsqueeze(0).repeat(num_slots, *([1] * v.dim()))
-            for k, v in initial.items()
-        }
-
-    def gather(self, slots: torch.Tensor, first: torch.Tensor) -> State:
-        """The state of each row, reset to the initial state where `first` is set."""
-        if self.store is None:
-            return None
-        out = {}
-        for k, v in self.store.items():
-            rows = v[slots]
-            rows[first] = self.initial[k]
-            out[k] = rows
-        return out
-
-    def scatter(self, slots: torch.Tensor, state: State) -> None:
-        """Keep the state each row's policy call returned."""
-        if self.store is not None and state is not None:
-            for k, v in state.items():
-                self.store[k][slots] = v
+episode, `slots` are the rows' global env slots (per-env exploration keys on them). A server
+built with ``prev_inputs=True`` also passes ``prev_action=`` and ``prev_reward=`` (zero on
+rows that open an episode)."""
 
 
 class InferenceServer:
@@ -61,7 +40,11 @@ class InferenceServer:
                  obs_shape: tuple, obs_dtype, action_shape: tuple = (), action_dtype=np.int64,
                  unroll_length: int, max_batch: int, max_wait_s: float,
                  on_unrolls: Callable[[Unrolls], None], device: str | torch.device = "cpu",
-                 initial_state: State = None, version: int = 0, aux_size: int = 0) -> None:
+                 initial_state: State = None, version: int = 0, aux_size: int = 0,
+                 prev_inputs: bool = False) -> None:
+        """``initial_state``: a recurrent policy's state for one env (no batch axis), kept per env
+        slot; ``prev_inputs``: also give ``act`` each row's previous action and reward (keywords
+        ``prev_action``, ``prev_reward``) and record them at every unroll's start."""
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.act = act
@@ -70,6 +53,8 @@ class InferenceServer:
         self.buffers = TrajectoryBuffers(num_slots, unroll_length, obs_shape, obs_dtype,
                                          action_shape, action_dtype, aux_size)
         self.states = StateSlots(num_slots, initial_state, self.device)
+        torch_action_dtype = torch.int64 if np.dtype(action_dtype).kind in "iu" else torch.float32
+        self.inputs = PreviousInputs(num_slots, action_shape, torch_action_dtype, self.device) if prev_inputs else None
         self.stats = InferenceStats(max_batch)
         self.num_slots = num_slots
         self.version = version
@@ -140,13 +125,22 @@ class InferenceServer:
         cat = np.concatenate
         slots = cat([r.slots for r in requests])
         obs_np = cat([r.obs for r in requests])
+        restarted = cat([r.restarted for r in requests])
+        if restarted.any():  # those envs start afresh: their memory goes with their cut unroll
+            self.states.reset(slots[restarted])
+        rewards = cat([r.rewards for r in requests])
         completed, first = self.buffers.observe(
-            slots, obs_np, cat([r.rewards for r in requests]),
-            cat([r.terminated for r in requests]), cat([r.truncated for r in requests]),
-            cat([r.restarted for r in requests]),
+            slots, obs_np, rewards, cat([r.terminated for r in requests]), cat([r.truncated for r in requests]),
+            restarted,
         )
+        # Rows whose observation opens a new unroll (the previous one was just cut, or none was open).
+        opens = self.buffers.pos[slots] == 0
         blocked_s = 0.0
         if completed is not None:
+            # Before this batch overwrites them: the states these unrolls started from.
+            completed.start_state = self.states.starts_for(completed.slots)
+            if self.inputs is not None:
+                completed.start_inputs = self.inputs.starts_for(completed.slots)
             t0 = time.perf_counter()
             self.on_unrolls(completed)
             blocked_s = time.perf_counter() - t0
@@ -154,9 +148,20 @@ class InferenceServer:
         obs = torch.from_numpy(obs_np).to(self.device)
         slots_t = torch.from_numpy(slots).to(self.device)
         first_t = torch.from_numpy(first).to(self.device)
+        state = self.states.gather(slots_t, first_t)
+        opens_t = torch.from_numpy(opens).to(self.device)
+        if state is not None and opens.any():
+            self.states.record_starts(slots_t[opens_t], {k: v[opens_t] for k, v in state.items()})
+        extra = {}
+        if self.inputs is not None:
+            prev_action, prev_reward = self.inputs.gather(slots_t, torch.from_numpy(rewards).to(self.device), first_t)
+            self.inputs.record_starts(slots_t[opens_t], prev_action[opens_t], prev_reward[opens_t])
+            extra = {"prev_action": prev_action, "prev_reward": prev_reward}
         with torch.no_grad():
-            out = self.act(self.model, obs, self.states.gather(slots_t, first_t), first_t, slots_t)
+            out = self.act(self.model, obs, state, first_t, slots_t, **extra)
         self.states.scatter(slots_t, out.state)
+        if self.inputs is not None:
+            self.inputs.keep_actions(slots_t, out.actions)
         actions = out.actions.cpu().numpy()
         aux = None if out.aux is None else out.aux.float().cpu().numpy()
         self.buffers.record_action(slots, actions, out.logp.float().cpu().numpy(), self.version, aux)

@@ -33,7 +33,7 @@ from seedpool.envs.pool import EnvPool
 from seedpool.experiment import CHECKPOINT_FILE, Run
 from seedpool.inference.server import ActFn, InferenceServer
 from seedpool.inference.unroll_queue import QueueClosed, UnrollQueue
-from seedpool.records import Unrolls
+from seedpool.records import State, Unrolls
 from seedpool.runners.acting import ActingConfig
 from seedpool.runners.learner_thread import LearnerThread
 from seedpool.timing import PhaseTimer
@@ -48,10 +48,12 @@ class CentralSystem:
 
     def __init__(self, sources: list, learner: Learner, act: ActFn, cfg: ActingConfig, *,
                  unrolls_per_batch: int, unroll_length: int, device, env_steps: int = 0,
-                 aux_size: int = 0) -> None:
+                 aux_size: int = 0, initial_state: State = None, prev_inputs: bool = False) -> None:
         """`sources`: each a `Source` that also has num_envs, batch_size and the single env's
         observation and action spaces (an engine pool is wrapped in a `PoolSource`); the
-        system closes them."""
+        system closes them. `initial_state`: a recurrent policy's state for one env (no batch
+        axis), which the server keeps per env; None for a feed-forward policy. `prev_inputs`: the
+        policy also reads each env's previous action and reward (the server keeps them)."""
         self.sources = [PoolSource(s) if isinstance(s, EnvPool) else s for s in sources]
         obs_space = self.sources[0].single_observation_space
         act_space = self.sources[0].single_action_space
@@ -67,6 +69,7 @@ class CentralSystem:
             max_batch=cfg.max_inference_batch or sum(s.batch_size for s in self.sources),
             max_wait_s=0.0 if cfg.serial else cfg.max_wait_ms / 1000,  # serially, nobody else comes
             on_unrolls=self._enqueue, device=device, version=learner.version, aux_size=aux_size,
+            initial_state=initial_state, prev_inputs=prev_inputs,
         )
         self.episodes = EpisodeLog()
         self.episodes.env_steps = env_steps

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from seedpool.algos.impala import ImpalaConfig, ImpalaLearner, policy_act
+from seedpool.algos.impala_recurrent import recurrent_policy_act
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.experiment.config import OptionValue
-from seedpool.models import ModelConfig, make_policy
+from seedpool.models import ModelConfig, is_recurrent, make_policy
 from seedpool.models.precision import autocast_fn, resolve_precision
 from seedpool.runners import CentralRunConfig, CentralSystem, TrainingError, make_pools, make_sources, run_central
 
@@ -38,10 +39,6 @@ class IMPALATrainConfig(CentralRunConfig):
 
 def train_impala(cfg: IMPALATrainConfig) -> RunResult:
     """Train IMPALA with SEED-style central inference; returns the run's headline numbers."""
-    if cfg.model.core != "none":
-        # The inference server's state slots are not yet wired to a recurrent policy (issue 17, part 3).
-        raise ValueError(f"--model.core {cfg.model.core}: recurrent policies train with `seedpool train ppo` "
-                         "for now; IMPALA/APPO on the central-inference system takes --model.core none")
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
     env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
@@ -54,9 +51,14 @@ def train_impala(cfg: IMPALATrainConfig) -> RunResult:
             restore_learner(ckpt, learner)
             set_rng_state(ckpt["rng"])
         with Run.open(cfg, "impala", cfg, ckpt) as run:
-            system = CentralSystem(sources, learner, autocast_fn(policy_act, precision, device), cfg.acting,
+            act, initial = policy_act, None
+            if is_recurrent(policy):  # the server keeps each env's state between requests
+                act, initial = recurrent_policy_act, {k: v[0] for k, v in policy.initial_state(1).items()}
+            system = CentralSystem(sources, learner, autocast_fn(act, precision, device), cfg.acting,
                                    device=device, unrolls_per_batch=cfg.impala.unrolls_per_batch,
-                                   unroll_length=cfg.impala.unroll_length, env_steps=run.step)
+                                   unroll_length=cfg.impala.unroll_length, env_steps=run.step,
+                                   initial_state=initial,
+                                   prev_inputs=is_recurrent(policy) and (cfg.model.prev_action or cfg.model.prev_reward))
             run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, policy on {device} ({precision})")
             run_central(run, system, cfg.total_timesteps, trainer_state, cfg.stop_at_return)
     finally:
