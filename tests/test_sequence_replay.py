@@ -140,6 +140,9 @@ def test_restarted_env_cuts_its_open_episode():
     rows = all_rows(rb)
     assert rows["mask"][0].sum() == 6 and not rows["terminated"][0].any()
     np.testing.assert_array_equal(rows["obs"][0, 6], [0, 6])  # bootstrap from the last observation seen
+    # What follows is a new piece that starts from a reset state.
+    assert len(rb) == 2 and rows["first"][1, 0] and rows["mask"][1].sum() == 6
+    np.testing.assert_array_equal(rows["obs"][1, :7, 1], np.arange(6, 13))
 
 
 def test_writer_needs_the_entering_state():

@@ -67,12 +67,13 @@ class SequenceWriter:
             got = None if unrolls.aux is None else unrolls.aux.shape
             raise ValueError(f"sequence replay needs the recurrent state entering each step in Unrolls.aux "
                              f"[T, n, {self.state_dim}], got {got}")
-        T = unrolls.num_steps
         for j in range(len(unrolls)):
             stream = self._stream(int(unrolls.slots[j]))
-            for t in np.flatnonzero(unrolls.valid[:, j]):
-                self._step(stream, unrolls, int(t), j)
-        return self._flush() if T else 0
+            steps = np.flatnonzero(unrolls.valid[:, j])
+            i = 0
+            while i < len(steps):
+                i += self._chunk(stream, unrolls, j, steps[i:])
+        return self._flush()
 
     def _stream(self, slot: int) -> _Stream:
         stream = self.streams.get(slot)
@@ -82,20 +83,33 @@ class SequenceWriter:
             self.streams[slot] = stream
         return stream
 
-    def _step(self, s: _Stream, u: Unrolls, t: int, j: int) -> None:
-        if u.first[t, j] and s.open and s.steps:
+    def _chunk(self, s: _Stream, u: Unrolls, j: int, steps: np.ndarray) -> int:
+        """Append the longest run of ``steps`` (valid step indices of column ``j``) that stays in one
+        episode and fits the buffer, in slices; returns how many steps it took."""
+        t0 = int(steps[0])
+        if u.first[t0, j] and s.open and s.steps:
             self._emit(s)  # the env restarted mid-episode: keep what it did, bootstrapping from its last obs
+            s.open = False
         if not s.open:
             s.open, s.steps, s.at_start = True, 0, True
-        i = s.steps
-        s.obs[i] = u.obs[t, j]
-        s.action[i] = u.actions[t, j]
-        s.reward[i] = u.rewards[t, j]
-        s.terminated[i] = u.terminated[t, j]
-        s.state[i] = u.aux[t, j]
-        s.obs[i + 1] = u.obs[t + 1, j]
-        s.steps += 1
-        ended = bool(u.terminated[t, j] or u.truncated[t, j])
+        run = steps[: self.L - s.steps]
+        # Stop after an episode's end, before an episode start or a gap (a gap follows an end anyway).
+        ends = u.terminated[run, j] | u.truncated[run, j]
+        breaks = np.flatnonzero(ends)
+        k = int(breaks[0]) + 1 if breaks.size else len(run)
+        cut = np.flatnonzero((run[1:k] != run[:k - 1] + 1) | u.first[run[1:k], j])
+        if cut.size:
+            k = int(cut[0]) + 1
+        t1 = t0 + k  # the run is contiguous: steps t0 .. t1 - 1
+        a, b = s.steps, s.steps + k
+        s.obs[a:b] = u.obs[t0:t1, j]
+        s.action[a:b] = u.actions[t0:t1, j]
+        s.reward[a:b] = u.rewards[t0:t1, j]
+        s.terminated[a:b] = u.terminated[t0:t1, j]
+        s.state[a:b] = u.aux[t0:t1, j]
+        s.obs[b] = u.obs[t1, j]
+        s.steps = b
+        ended = bool(ends[k - 1])
         if s.steps == self.L:
             self._emit(s)
             if ended:
@@ -105,6 +119,7 @@ class SequenceWriter:
         elif ended:
             self._emit(s)
             s.open = False
+        return k
 
     def _emit(self, s: _Stream) -> None:
         """Queue the buffered steps as one sequence (padded and masked after them)."""
