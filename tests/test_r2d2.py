@@ -226,3 +226,19 @@ def test_acting_records_the_state_it_used():
 def test_config_is_checked(bad):
     with pytest.raises(ValueError):
         R2D2Learner(q_net(), R2D2Config(**bad))
+
+
+def test_deduplicated_frames_reach_the_learner_as_the_same_stacks():
+    from seedpool.algos.r2d2 import _tensors
+    from seedpool.replay.sequence import SequenceReplay
+
+    L, K = 6, 4
+    rb = SequenceReplay(8, ((K, 5, 5), np.uint8), ((), np.int64), {"h": 2}, length=L, frame_dedup=True, seed=0)
+    frames = np.random.default_rng(0).integers(0, 255, (3, L + K, 5, 5), dtype=np.uint8)
+    obs = np.stack([frames[:, t:t + K] for t in range(L + 1)], axis=1)
+    rb.add(obs=obs, action=np.zeros((3, L), np.int64), reward=np.zeros((3, L), np.float32),
+           terminated=np.zeros((3, L), bool), mask=np.ones((3, L), bool), first=np.zeros((3, L + 1), bool),
+           state={"h": np.zeros((3, 2), np.float32)})
+    sample = rb.sample(5)
+    got = _tensors(sample, torch.device("cpu"))["obs"]
+    np.testing.assert_array_equal(got.numpy(), obs[sample["indices"]])

@@ -212,8 +212,14 @@ def r2d2_loss(online: RecurrentQNetwork, target: RecurrentQNetwork, batch: Mappi
 
 
 def _tensors(batch: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
-    """The replay's arrays as tensors on the learner's device (frames made contiguous on the way)."""
-    out: dict[str, Any] = {"obs": torch.as_tensor(np.ascontiguousarray(batch["obs"]), device=device)}
+    """The replay's arrays as tensors on the learner's device."""
+    if "frames" in batch:  # deduplicated frame stacks: move the distinct frames, stack them on the device
+        K = batch["obs"].shape[2]
+        frames = torch.as_tensor(batch["frames"], device=device)
+        obs = frames.unfold(1, K, 1).permute(0, 1, 4, 2, 3)  # [n, L + 1, K, H, W], a view
+    else:
+        obs = torch.as_tensor(batch["obs"], device=device)
+    out: dict[str, Any] = {"obs": obs}
     out["action"] = torch.as_tensor(batch["action"], device=device).long()
     for k in ("terminated", "mask", "first"):
         out[k] = torch.as_tensor(batch[k], device=device, dtype=torch.bool)

@@ -168,11 +168,13 @@ class SequenceReplay:
         """``n`` sequences: every field ``[n, ...]``, ``state`` a dict, ``weights`` float32 [n], ``indices`` [n].
 
         With frame dedup ``obs`` is a read-only view over the gathered frames (no copy of the
-        repeated frames); ``np.ascontiguousarray`` makes one if needed.
+        repeated frames; ``np.ascontiguousarray`` makes one if needed), and ``frames``
+        ``[n, L + K, H, W]`` holds those frames: a learner on another device moves them and
+        stacks them there.
         """
         out = self._rows.sample(n, beta)
         if self.frame_dedup:
-            frames = out.pop("frames")
+            frames = out["frames"]
             view = np.lib.stride_tricks.sliding_window_view(frames, self.stack, axis=1)  # [n, L + 1, H, W, K]
             out["obs"] = np.moveaxis(view, -1, 2)
         return out
