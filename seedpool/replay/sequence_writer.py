@@ -127,11 +127,14 @@ class SequenceWriter:
         mask = np.arange(L) < n
         first = np.zeros(L + 1, bool)
         first[0] = s.at_start
-        obs = s.obs.copy()
-        obs[n + 1:] = 0
-        self._out.append({"obs": obs, "action": np.where(mask.reshape(-1, *[1] * (s.action.ndim - 1)), s.action, 0),
-                          "reward": np.where(mask, s.reward, 0), "terminated": s.terminated & mask, "mask": mask,
-                          "first": first, "state": s.state[0].copy()})
+        # Padding is zeros (obs after the final observation, steps after the last one): never
+        # learned from, and the same bytes whatever the buffer held before.
+        seq = {"obs": s.obs.copy(), "action": s.action.copy(), "reward": s.reward.copy(),
+               "terminated": s.terminated.copy()}
+        seq["obs"][n + 1:] = 0
+        for k in ("action", "reward", "terminated"):
+            seq[k][n:] = 0
+        self._out.append({**seq, "mask": mask, "first": first, "state": s.state[0].copy()})
 
     def _flush(self) -> int:
         """Write the queued sequences in one replay call."""
