@@ -103,3 +103,31 @@ def test_cli_parses_r2d2_options():
     cfg = parse_command(["train", "r2d2", "--env", ENV, "--model.core", "gru", "--r2d2.burn-in", "20"])
     assert cfg.model.core == "gru" and cfg.r2d2.burn_in == 20
     assert parse_command(["train", "r2d2", "--env", "Breakout-v5"]).r2d2.sequence_length == 80
+
+
+def test_sequence_replay_learner_holds_the_replay_ratio_in_learned_steps():
+    from test_sequence_replay import episodes_unrolls
+
+    from seedpool.algos.r2d2 import R2D2Config
+    from seedpool.algos.replay_learner import ReplayUpdate
+    from seedpool.replay.sequence import SequenceReplay
+    from seedpool.trainers.r2d2 import SequenceReplayLearner
+
+    class Counting:
+        """A learner that only counts the minibatches of sequences it is given."""
+
+        model, version = torch.nn.Linear(1, 1), 0
+
+        def update(self, batch, env_steps=0):
+            assert batch["obs"].shape[:2] == (4, 9)
+            self.version += 1
+            return ReplayUpdate({}, np.ones(len(batch["indices"])))
+
+    cfg = R2D2Config(sequence_length=8, overlap=4, burn_in=2, minibatch_size=4, learning_starts=4, replay_ratio=12.0)
+    rb = SequenceReplay(256, ((2,), np.float32), ((), np.int64), {"h": 3, "c": 3}, length=8, seed=0)
+    learner = SequenceReplayLearner(Counting(), rb, SequenceWriter(rb, 4), cfg, total_steps=10_000)
+    for u in episodes_unrolls([[40, 40]] * 4, T=8):
+        learner.update(u)
+    # 12 learned steps per env step, 6 learned steps per sequence after burn-in, 4 sequences a minibatch.
+    assert learner.gradient_steps > 0
+    assert learner.measured_ratio() == pytest.approx(12.0, rel=0.05)
