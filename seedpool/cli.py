@@ -54,6 +54,8 @@ TRAINERS: dict[str, Trainer] = {
     "apex": Trainer("seedpool.trainers.apex:ApexTrainConfig", "seedpool.trainers.apex:apex_defaults",
                     "seedpool.trainers.apex:train_apex", "seedpool.trainers.apex:upgrade_config",
                     "seedpool.trainers.apex:RENAMED"),
+    "r2d2": Trainer("seedpool.trainers.r2d2:R2D2TrainConfig", "seedpool.trainers.r2d2:r2d2_defaults",
+                    "seedpool.trainers.r2d2:train_r2d2"),
     "sac": Trainer("seedpool.trainers.sac:SACTrainConfig", "seedpool.trainers.sac:sac_defaults",
                    "seedpool.trainers.sac:train_sac"),
     "td3": Trainer("seedpool.trainers.td3:TD3TrainConfig", "seedpool.trainers.td3:td3_defaults",

@@ -7,7 +7,7 @@ learned per env step) asks for, and feeds the learner's new priorities back. Lea
 is paced by experience, not by the clock: if the learner falls behind, the runner's queue
 fills and acting waits, so the ratio holds on any machine.
 
-The learner behind it is any `MinibatchLearner` (DQN, SAC and TD3 today; R2D2 next): this
+The learner behind it is any `MinibatchLearner` (DQN, SAC, TD3 and R2D2): this
 loop owns what is not the loss, namely sampling, the importance-sampling exponent's schedule
 (``beta0`` -> 1 over the run) and the priority update; the learner only learns from the
 minibatch it is given and says what the rows' priorities are now.
@@ -97,8 +97,7 @@ class ReplayLearner:
 
         Learning waits until the replay holds ``learning_starts`` transitions (again after a
         resume that did not save the replay)."""
-        for step in self.steps(unrolls):
-            self.writer.add(**step)
+        self.insert(unrolls)
         new_steps = unrolls.num_steps * len(unrolls)
         self.env_steps += new_steps
         out = {"charts/replay_size": float(len(self.replay))}
@@ -112,6 +111,12 @@ class ReplayLearner:
             out.update(self._learn_once(new_steps / due))
         return {**out, "charts/gradient_steps": float(self.gradient_steps),
                 "charts/replay_ratio": self.measured_ratio()}
+
+    def insert(self, unrolls: Unrolls) -> None:
+        """Write the unrolls into the replay: their transitions as n-step rows (a sequence replay
+        overrides this to cut sequences instead)."""
+        for step in self.steps(unrolls):
+            self.writer.add(**step)
 
     def _learn_once(self, env_steps: float) -> dict[str, float]:
         batch = self.replay.sample(self.minibatch_size, beta=self.beta())

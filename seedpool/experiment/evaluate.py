@@ -54,7 +54,12 @@ def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> ActorCritic:
     state = load_checkpoint(Path(run_dir) / CHECKPOINT_FILE, algo, map_location=device)
     if "model" not in state or "model" not in cfg:
         raise RunDirError(f"{run_dir}: the '{algo}' checkpoint has no policy network to evaluate")
-    if algo in VALUE_BASED:
+    if algo == "r2d2":  # a recurrent Q network: greedy, its state carried like a recurrent policy's
+        from seedpool.models.recurrent_q import GreedyRecurrentQ, RecurrentQModelConfig, make_recurrent_q_network
+
+        q_net = make_recurrent_q_network(*spaces, config_from_dict(RecurrentQModelConfig, cfg["model"]))
+        policy = GreedyRecurrentQ(q_net).to(device)
+    elif algo in VALUE_BASED:
         policy = GreedyPolicy(make_q_network(*spaces, config_from_dict(QModelConfig, cfg["model"]))).to(device)
     elif algo in CONTINUOUS_OFF_POLICY:
         model_cfg = config_from_dict(ContinuousModelConfig, cfg["model"])

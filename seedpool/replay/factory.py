@@ -20,12 +20,10 @@ A stack of uint8 frames (a Box shaped ``[stack, H, W]`` with ``stack > 1``) is s
 frame by frame, each frame once (``frames.py``). Any other space is refused with a
 `TypeError` naming it.
 
-Sequence items (R2D2) will plug in here as one more layout, not another replay: a row is
-then a whole sequence, ``obs`` ``[L + 1, *obs]``, ``action``/``reward``/``discount``
-``[L]`` plus the recurrent state at its start, built by a ``sequence_fields(obs_space,
-action_space, length, state_shape)`` beside `replay_fields`, written by a sequence writer
-in place of `NStepWriter`; the samplers (sum tree or uniform) draw rows whatever a row
-holds, so prioritized sampling of sequences needs nothing new.
+Sequence items (R2D2) are one more layout on the same replays, not another replay: a row
+is a whole sequence (`seedpool.replay.sequence.SequenceReplay`, its fields from
+`space_field` of each space), written by `SequenceWriter` in place of `NStepWriter`; the
+samplers (sum tree or uniform) draw rows whatever a row holds.
 """
 from __future__ import annotations
 
