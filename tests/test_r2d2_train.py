@@ -72,18 +72,28 @@ def test_sampler_stores_the_state_the_policy_used():
         assert rows["first"][i, 0] == first[t, b]
 
 
-def test_train_resume_and_eval(tmp_path, monkeypatch):
+@pytest.mark.parametrize("acting", ["central", "lockstep"])
+def test_train_resume_and_eval(tmp_path, monkeypatch, acting):
     seen = []
-    real = r2d2_trainer.run_sync
+    real_sync, real_central = r2d2_trainer.run_sync, r2d2_trainer.run_central
 
-    def spy(run, sampler, learner, *args, **kwargs):
+    def track(run, learner, go):
         seen.append({"start_version": learner.version, "start_size": len(learner.replay)})
-        real(run, sampler, learner, *args, **kwargs)
-        seen[-1].update(run_dir=run.dir, end_version=learner.version, end_size=len(learner.replay),
-                        replay=learner.replay.state_dict())
+        go()
+        seen[-1].update(run_dir=run.dir, end_version=learner.version, end_size=len(learner.replay))
 
-    monkeypatch.setattr(r2d2_trainer, "run_sync", spy)
-    args = TINY + ["--runs-dir", str(tmp_path), "--save-replay"]
+    def spy_sync(run, sampler, learner, *args, **kwargs):
+        assert acting == "lockstep"
+        track(run, learner, lambda: real_sync(run, sampler, learner, *args, **kwargs))
+
+    def spy_central(run, system, *args, **kwargs):
+        assert acting == "central" and system.server.states.recurrent
+        track(run, system.learner_thread.learner, lambda: real_central(run, system, *args, **kwargs))
+
+    monkeypatch.setattr(r2d2_trainer, "run_sync", spy_sync)
+    monkeypatch.setattr(r2d2_trainer, "run_central", spy_central)
+    mode = ["--lockstep"] if acting == "lockstep" else ["--acting.serial"]
+    args = TINY + mode + ["--runs-dir", str(tmp_path), "--save-replay"]
     assert main(["train", "r2d2", *args, "--total-timesteps", "1200"]) == 0
     first = seen[0]
     assert first["end_version"] > 0 and first["end_size"] > 0

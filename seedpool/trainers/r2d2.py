@@ -1,17 +1,19 @@
-"""`train_r2d2`: the engine's envs -> recurrent epsilon-greedy acting -> sequence replay + R2D2Learner.
+"""`train_r2d2`: env sources -> central inference (per-env epsilons, per-env recurrent state)
+-> sequence replay + R2D2Learner.
 
 The dataflow, in one place::
 
-    pool --obs--> make_acting(...) (per-env epsilons, per-env LSTM state)
-         --Unrolls (+ first, entering state)--> SequenceReplayLearner
+    sources (local pools or Ray groups) --obs--> InferenceServer
+         runs RecurrentEpsilonGreedyAct with each env slot's state (StateSlots: reset at
+         episode starts and env restarts) and epsilon
+         --Unrolls (+ first, entering state in aux)--> LearnerThread: SequenceReplayLearner
               .insert: SequenceWriter cuts each env's steps into sequences -> SequenceReplay
               .learn:  minibatches of sequences -> R2D2Learner -> new priorities back
+              -> publish(params) -> InferenceServer
 
-Acting runs in-process on the lockstep sampler today; `make_acting` is the only place that
-knows it. The issue's target is acting on the central-inference system (Ape-X's layout); the
-act function (`RecurrentEpsilonGreedyAct`) already has the inference server's signature and
-returns the entering state as ``aux``, so that source replaces `make_acting` once the server
-carries recurrent state per env (see docs/recurrent.md).
+This is Ape-X's layout (`seedpool.trainers.apex`); ``--acting.serial`` is its deterministic
+serial twin. ``--lockstep`` acts in-process instead (`RecurrentQSampler`, every env stepped in
+turn, `run_sync`), the same act function on the same network.
 """
 from __future__ import annotations
 
@@ -23,22 +25,25 @@ from seedpool.algos.r2d2 import R2D2Config, R2D2Learner, RecurrentEpsilonGreedyA
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, setup_torch,
+    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
-from seedpool.experiment.checkpoint import replay_trainer_state, restore_replay_trainer, resume_env_seed
+from seedpool.experiment.checkpoint import (
+    replay_trainer_state, restore_learner, restore_replay_trainer, resume_env_seed, trainer_state,
+)
 from seedpool.experiment.config import OptionValue
 from seedpool.models.recurrent_q import RecurrentQModelConfig, RecurrentQNetwork, make_recurrent_q_network
-from seedpool.models.precision import resolve_precision
-from seedpool.replay import is_frame_stack, space_field
+from seedpool.models.precision import autocast_fn, resolve_precision
+from seedpool.replay import REPLAY_FILE, is_frame_stack, load_replay_file, save_replay_file, space_field
 from seedpool.replay.sequence import SequenceReplay
 from seedpool.replay.sequence_writer import SequenceWriter
 from seedpool.records import Unrolls
+from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
 from seedpool.runners.sync import run_sync
 
 
 @dataclass
-class R2D2TrainConfig(RunConfig):
-    """`seedpool train r2d2`: run options, R2D2 hyperparameters and the recurrent Q network."""
+class R2D2TrainConfig(CentralRunConfig):
+    """`seedpool train r2d2`: run options, acting layout (local or Ray), R2D2 hyperparameters, recurrent Q network."""
 
     r2d2: R2D2Config = field(default_factory=R2D2Config)
     model: RecurrentQModelConfig = field(default_factory=RecurrentQModelConfig)
@@ -48,6 +53,10 @@ class R2D2TrainConfig(RunConfig):
     """Also save the sequence replay next to each checkpoint (replay.npz; can be many GB)."""
     stop_at_return: float | None = None
     """Stop early once the mean return of the last 20 episodes reaches this."""
+    unrolls_per_batch: int = 4
+    """Unrolls (of --r2d2.unroll-length steps) the learner takes from the inference server at a time."""
+    lockstep: bool = False
+    """Act in-process on the lockstep sampler (every env stepped in turn) instead of central inference."""
 
 
 class SequenceReplayLearner(ReplayLearner):
@@ -74,10 +83,22 @@ class SequenceReplayLearner(ReplayLearner):
 
 def make_acting(cfg: R2D2TrainConfig, pool, q_net: RecurrentQNetwork, device: str, run: Run,
                 precision) -> RecurrentQSampler:
-    """The acting side: every env stepped in lockstep with its own epsilon and LSTM state."""
+    """The lockstep acting side (``--lockstep``): every env stepped in turn with its own epsilon and state."""
     act = RecurrentEpsilonGreedyAct(r2d2_epsilons(pool.num_envs, cfg.r2d2), cfg.seed, device)
     return RecurrentQSampler(pool, q_net, cfg.r2d2.unroll_length, act, device, run.timer, seed=cfg.seed,
                              precision=precision)
+
+
+def make_central_system(cfg: R2D2TrainConfig, sources: list, learner: SequenceReplayLearner,
+                        q_net: RecurrentQNetwork, device: str, precision, env_steps: int = 0) -> CentralSystem:
+    """The central acting side: the server keeps each env slot's state and runs the recurrent Q network
+    with each slot's epsilon; every unroll step carries the state entering it (``aux``)."""
+    num_slots = sum(s.num_envs for s in sources)
+    act = RecurrentEpsilonGreedyAct(r2d2_epsilons(num_slots, cfg.r2d2), cfg.seed, device)
+    initial = {k: v[0] for k, v in q_net.initial_state(1, "cpu").items()}
+    return CentralSystem(sources, learner, autocast_fn(act, precision, device), cfg.acting, device=device,
+                         unrolls_per_batch=cfg.unrolls_per_batch, unroll_length=cfg.r2d2.unroll_length,
+                         env_steps=env_steps, aux_size=sum(q_net.state_sizes.values()), initial_state=initial)
 
 
 def make_sequence_replay(obs_space, action_space, q_net: RecurrentQNetwork, cfg: R2D2Config,
@@ -93,20 +114,42 @@ def train_r2d2(cfg: R2D2TrainConfig) -> RunResult:
     cfg.r2d2.check()
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "r2d2") if cfg.resume else None
-    r = cfg.r2d2
-    pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend,
-                         seed=cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt), **cfg.env_options)
+    env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
+    if cfg.lockstep:
+        return _train_lockstep(cfg, device, ckpt, env_seed)
+    sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
     try:
-        obs_space, action_space = pool.single_observation_space, pool.single_action_space
-        q_net = make_recurrent_q_network(obs_space, action_space, cfg.model).to(device)
-        precision = resolve_precision(cfg.precision, device, q_net)
-        replay = make_sequence_replay(obs_space, action_space, q_net, r, cfg.seed)
-        learner = SequenceReplayLearner(R2D2Learner(q_net, r, cfg.total_timesteps, device, precision), replay,
-                                        SequenceWriter(replay, r.overlap), r, cfg.total_timesteps)
+        learner, q_net, precision = _build_learner(cfg, sources[0], device)
+        with Run.open(cfg, "r2d2", cfg, ckpt) as run:
+            if ckpt is not None:
+                restore_learner(ckpt, learner)
+                if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
+                    load_replay_file(run.dir / ckpt["replay"], learner.replay)
+                set_rng_state(ckpt["rng"])
+            system = make_central_system(cfg, sources, learner, q_net, device, precision, run.step)
+            _note(run, cfg, f"{len(sources)} source(s) of {sources[0].num_envs} envs", device, precision)
+
+            def state(learner_state: dict) -> dict:
+                if cfg.save_replay:
+                    with system.learner_thread.lock:  # no insertion while the arrays are written
+                        save_replay_file(run.dir / REPLAY_FILE, learner.replay)
+                return trainer_state(learner_state, replay=REPLAY_FILE if cfg.save_replay else None)
+
+            run_central(run, system, cfg.total_timesteps, state, cfg.stop_at_return)
+    finally:
+        for s in sources:
+            s.close()
+    return finish_run(run, cfg.env, "r2d2")
+
+
+def _train_lockstep(cfg: R2D2TrainConfig, device: str, ckpt: dict | None, env_seed: int) -> RunResult:
+    """``--lockstep``: one engine pool stepped in turn by `RecurrentQSampler`, learning in between."""
+    pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend, seed=env_seed, **cfg.env_options)
+    try:
+        learner, q_net, precision = _build_learner(cfg, pool, device)
         with Run.open(cfg, "r2d2", cfg, ckpt) as run:
             sampler = make_acting(cfg, pool, q_net, device, run, precision)
-            run.note(f"{pool!r}, SequenceReplay({r.buffer_size:,} x {r.sequence_length}, burn-in {r.burn_in}), "
-                     f"recurrent Q network ({cfg.model.core} {cfg.model.core_size}) on {device} ({precision})")
+            _note(run, cfg, f"{pool!r} (lockstep)", device, precision)
             if ckpt is not None:
                 restore_replay_trainer(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,
@@ -114,6 +157,24 @@ def train_r2d2(cfg: R2D2TrainConfig) -> RunResult:
     finally:
         pool.close()
     return finish_run(run, cfg.env, "r2d2")
+
+
+def _build_learner(cfg: R2D2TrainConfig, envs, device: str) -> tuple[SequenceReplayLearner, RecurrentQNetwork, str]:
+    """The recurrent Q network, its sequence replay and the learner over both, for ``envs``' spaces."""
+    r = cfg.r2d2
+    obs_space, action_space = envs.single_observation_space, envs.single_action_space
+    q_net = make_recurrent_q_network(obs_space, action_space, cfg.model).to(device)
+    precision = resolve_precision(cfg.precision, device, q_net)
+    replay = make_sequence_replay(obs_space, action_space, q_net, r, cfg.seed)
+    learner = SequenceReplayLearner(R2D2Learner(q_net, r, cfg.total_timesteps, device, precision), replay,
+                                    SequenceWriter(replay, r.overlap), r, cfg.total_timesteps)
+    return learner, q_net, precision
+
+
+def _note(run: Run, cfg: R2D2TrainConfig, acting: str, device: str, precision) -> None:
+    r = cfg.r2d2
+    run.note(f"{acting}, SequenceReplay({r.buffer_size:,} x {r.sequence_length}, burn-in {r.burn_in}), "
+             f"recurrent Q network ({cfg.model.core} {cfg.model.core_size}) on {device} ({precision})")
 
 
 def r2d2_defaults(env_id: str) -> R2D2TrainConfig:
