@@ -141,3 +141,14 @@ def test_sequence_replay_learner_holds_the_replay_ratio_in_learned_steps():
     # 12 learned steps per env step, 6 learned steps per sequence after burn-in, 4 sequences a minibatch.
     assert learner.gradient_steps > 0
     assert learner.measured_ratio() == pytest.approx(12.0, rel=0.05)
+
+
+def test_a_central_run_resumes_with_lockstep_acting(tmp_path):
+    args = TINY + ["--acting.serial", "--runs-dir", str(tmp_path)]
+    assert main(["train", "r2d2", *args, "--total-timesteps", "600"]) == 0
+    run_dir = next(tmp_path.iterdir())
+    assert load_checkpoint(run_dir / "checkpoint.pt", "r2d2")["acting"] is None
+    assert main(["train", "r2d2", "--resume", str(run_dir), "--lockstep", "--total-timesteps", "1000",
+                 "--progress", "off"]) == 0
+    ckpt = load_checkpoint(run_dir / "checkpoint.pt", "r2d2")
+    assert ckpt["counters"]["step"] >= 1000 and ckpt["acting"]["env_steps"] >= 1000

@@ -1,8 +1,9 @@
-"""The lockstep sampler of recurrent value-based agents (R2D2): per-env epsilons, per-env state.
+"""The lockstep sampler of recurrent value-based agents (R2D2 ``--lockstep``): per-env epsilons, per-env state.
 
+R2D2 acts on the central-inference system by default; this sampler is its in-process layout.
 Every env is stepped ``num_steps`` times per `collect` (`LockstepSampler`'s round). The act
-function (`seedpool.algos.r2d2.RecurrentEpsilonGreedyAct`, the same callable an inference
-server would run) sees each env's state entering its observation and whether that
+function (`seedpool.algos.r2d2.RecurrentEpsilonGreedyAct`, the same callable the inference
+server runs) sees each env's state entering its observation and whether that
 observation opens an episode; the returned `Unrolls` carry both per step (``first``, and the
 entering state in ``aux``), which is what sequence replay stores.
 

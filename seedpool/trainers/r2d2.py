@@ -151,7 +151,9 @@ def _train_lockstep(cfg: R2D2TrainConfig, device: str, ckpt: dict | None, env_se
             sampler = make_acting(cfg, pool, q_net, device, run, precision)
             _note(run, cfg, f"{pool!r} (lockstep)", device, precision)
             if ckpt is not None:
-                restore_replay_trainer(run.dir, ckpt, learner, sampler)
+                # A run that acted centrally kept no sampler state: the run's own step count stands for it.
+                restore_replay_trainer(run.dir, {**ckpt, "acting": ckpt["acting"] or {"env_steps": run.step}},
+                                       learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,
                      lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay), cfg.stop_at_return)
     finally:
