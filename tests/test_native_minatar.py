@@ -13,7 +13,7 @@ from seedpool.envs.native import check_native_env, minatar_rng
 
 needs_minatar = pytest.mark.skipif(importlib.util.find_spec("minatar") is None,
                                    reason="minatar is not installed (pip install 'seedpool[minatar]')")
-GAMES = ["Breakout"]
+GAMES = ["Breakout", "SpaceInvaders"]
 
 
 def _python_env(task_id, **options):
