@@ -13,7 +13,7 @@ from seedpool.envs.native import check_native_env, minatar_rng
 
 needs_minatar = pytest.mark.skipif(importlib.util.find_spec("minatar") is None,
                                    reason="minatar is not installed (pip install 'seedpool[minatar]')")
-GAMES = ["Breakout", "SpaceInvaders", "Freeway", "Asterix"]
+GAMES = ["Breakout", "SpaceInvaders", "Freeway", "Asterix", "Seaquest"]
 # Per game: (envs, pool steps per seed) and the probabilities of its -v1 actions (None: uniform).
 # Freeway's episodes last 2501 steps; going up 60% of the time it crosses (new traffic).
 PLAN = {
@@ -21,6 +21,7 @@ PLAN = {
     "SpaceInvaders": (4, 1000, None),
     "Freeway": (2, 2600, [0.2, 0.6, 0.2]),
     "Asterix": (4, 1000, None),
+    "Seaquest": (4, 1000, None),
 }
 
 
