@@ -7,10 +7,11 @@ while ramping. Channels: player, enemy, trail, gold.
 
 from __future__ import annotations
 
-from numba import njit
+from numba import njit, types
 
 from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import DOWN, LEFT, RIGHT, UP, MinAtarFamily
+from seedpool.envs.native.minatar_family import DOWN, LEFT, OBS, RIGHT, ROW, UP, MinAtarFamily, fill
+from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
 
 RAMP_INTERVAL = 100
 INIT_SPAWN_SPEED = 10
@@ -22,16 +23,16 @@ ALIVE, X, Y, RIGHTWARD, GOLD = range(5)
 STATE_SIZE = ENTITIES + 8 * 5
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW), cache=True, nogil=True)
 def _reset_one(s):  # pragma: no cover - compiled
-    s[:] = 0
+    fill(s, 0, s.size, 0)
     s[PLAYER_X], s[PLAYER_Y] = 5, 5
     s[SPAWN_SPEED] = s[SPAWN_TIMER] = INIT_SPAWN_SPEED
     s[MOVE_SPEED] = s[MOVE_TIMER] = INIT_MOVE_INTERVAL
     s[RAMP_TIMER] = RAMP_INTERVAL
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _spawn(s, words, pos, i):  # pragma: no cover - compiled
     """An enemy or gold at a random free row, entering from a random side (minatar's draws:
     side, gold, then the row among the free ones; nothing spawns when all are taken)."""
@@ -46,7 +47,7 @@ def _spawn(s, words, pos, i):  # pragma: no cover - compiled
     s[e + RIGHTWARD], s[e + GOLD] = rightward, gold
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, types.int64), cache=True, nogil=True)
 def _meet(s, e):  # pragma: no cover - compiled
     """Entity `e` on the player: gold is taken (returns 1), an enemy ends the episode."""
     if s[e + X] == s[PLAYER_X] and s[e + Y] == s[PLAYER_Y]:
@@ -57,7 +58,7 @@ def _meet(s, e):  # pragma: no cover - compiled
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, types.int64, types.boolean, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
@@ -103,7 +104,7 @@ def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, OBS), cache=True, nogil=True)
 def _draw(s, obs):  # pragma: no cover - compiled
     """minatar's `state()`, channels first, into a zeroed `obs [4, 10, 10]`."""
     obs[0, s[PLAYER_Y], s[PLAYER_X]] = True

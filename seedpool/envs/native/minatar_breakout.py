@@ -7,11 +7,11 @@ ends when the ball reaches the bottom row past the paddle. Channels: paddle, bal
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit
+from numba import njit, types
 
 from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import LEFT, RIGHT, MinAtarFamily
+from seedpool.envs.native.minatar_family import LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill
+from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
 
 # Columns of an env's state row; the brick map is 100 columns, row-major from BRICKS.
 BALL_X, BALL_Y, BALL_DIR, POS, LAST_X, LAST_Y, STRIKE, TERMINAL, BRICKS = range(9)
@@ -19,7 +19,7 @@ STATE_SIZE = BRICKS + 100
 # Ball directions 0..3: up-left, up-right, down-right, down-left.
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     s[BALL_Y] = 3
     if rng.randint(words, pos, i, 0, 2) == 0:  # the ball starts at either wall
@@ -27,14 +27,14 @@ def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     else:
         s[BALL_X], s[BALL_DIR] = 9, 3
     s[POS] = 4
-    s[BRICKS:] = 0
-    s[BRICKS + 10:BRICKS + 40] = 1  # rows 1-3
+    fill(s, BRICKS, BRICKS + 100, 0)
+    fill(s, BRICKS + 10, BRICKS + 40, 1)  # rows 1-3
     s[STRIKE] = 0
     s[LAST_X], s[LAST_Y] = s[BALL_X], s[BALL_Y]
     s[TERMINAL] = 0
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, types.int64), cache=True, nogil=True)
 def _act(s, a):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
@@ -64,8 +64,8 @@ def _act(s, a):  # pragma: no cover - compiled
             new_y = y
             d = 3 - d
     elif new_y == 9:
-        if not s[BRICKS:].any():
-            s[BRICKS + 10:BRICKS + 40] = 1
+        if count(s, BRICKS, BRICKS + 100) == 0:
+            fill(s, BRICKS + 10, BRICKS + 40, 1)
         if x == s[POS]:  # paddle under the ball: straight back up
             d = 3 - d
             new_y = y
@@ -80,7 +80,7 @@ def _act(s, a):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, OBS), cache=True, nogil=True)
 def _draw(s, obs):  # pragma: no cover - compiled
     """minatar's `state()`, channels first, into a zeroed `obs [4, 10, 10]`."""
     obs[0, 9, s[POS]] = True

@@ -17,12 +17,47 @@ from typing import Sequence
 
 import gymnasium as gym
 import numpy as np
+from numba import njit, types
 
 from seedpool.envs.native import minatar_rng
 from seedpool.envs.native.base import NativeEnv, Rows
 
 # minatar's six actions, by index: no-op, left, up, right, down, fire.
 NOOP, LEFT, UP, RIGHT, DOWN, FIRE = range(6)
+
+
+ROW = types.int32[::1]  # one env's state row (the kernels' argument types: see minatar_rng.py)
+OBS = types.boolean[:, :, ::1]  # one env's observation [C, 10, 10]
+
+
+# Cell helpers for the games' state rows. Plain loops: numba compiles slice expressions
+# into far more code, and the games' kernels are compiled on first use (in CI, every run).
+@njit(types.void(ROW, types.int64, types.int64, types.int64), cache=True, nogil=True)
+def fill(s, lo, hi, value):  # pragma: no cover - compiled
+    """s[lo:hi] = value."""
+    for c in range(lo, hi):
+        s[c] = value
+
+
+@njit(types.int64(ROW, types.int64, types.int64), cache=True, nogil=True)
+def count(s, lo, hi):  # pragma: no cover - compiled
+    """How many of s[lo:hi] are nonzero."""
+    n = 0
+    for c in range(lo, hi):
+        if s[c]:
+            n += 1
+    return n
+
+
+@njit(types.void(ROW, types.int64, types.int64, types.int64), cache=True, nogil=True)
+def move(s, dst, src, n):  # pragma: no cover - compiled
+    """s[dst:dst + n] = s[src:src + n], the ranges may overlap (memmove)."""
+    if dst < src:
+        for c in range(n):
+            s[dst + c] = s[src + c]
+    else:
+        for c in range(n - 1, -1, -1):
+            s[dst + c] = s[src + c]
 
 
 class MinAtarFamily(NativeEnv):

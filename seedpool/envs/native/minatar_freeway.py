@@ -8,10 +8,11 @@ Channels: chicken, car, then the car's trail by speed (1 to 5).
 
 from __future__ import annotations
 
-from numba import njit
+from numba import njit, types
 
 from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import DOWN, UP, MinAtarFamily
+from seedpool.envs.native.minatar_family import DOWN, OBS, ROW, UP, MinAtarFamily
+from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
 
 PLAYER_SPEED = 3
 TIME_LIMIT = 2500
@@ -22,7 +23,7 @@ CAR_X, CAR_Y, CAR_TIMER, CAR_SPEED = range(4)
 STATE_SIZE = CARS + 8 * 4
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64, types.boolean), cache=True, nogil=True)
 def _randomize_cars(s, words, pos, i, initialize):  # pragma: no cover - compiled
     """New speeds (`randint(1, 6, 8)`) and directions (`sign(rand(8) - 0.5)`), drawn in that
     order; a new episode also puts every car at the left edge of its lane."""
@@ -36,7 +37,7 @@ def _randomize_cars(s, words, pos, i, initialize):  # pragma: no cover - compile
         s[car + CAR_TIMER], s[car + CAR_SPEED] = abs(speed), speed
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     _randomize_cars(s, words, pos, i, True)
     s[POS] = 9
@@ -45,7 +46,7 @@ def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     s[TERMINAL] = 0
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, types.int64, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _act(s, a, words, pos, i):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
@@ -80,7 +81,7 @@ def _act(s, a, words, pos, i):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, OBS), cache=True, nogil=True)
 def _draw(s, obs):  # pragma: no cover - compiled
     """minatar's `state()`, channels first, into a zeroed `obs [7, 10, 10]`."""
     obs[0, s[POS], 4] = True

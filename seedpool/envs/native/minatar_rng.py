@@ -13,9 +13,13 @@ checks them against NumPy's.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 WORDS = 624  # MT19937's state length
+# The kernels' argument types, given explicitly: numba would otherwise compile a function once
+# per distinct constant it is called with (literal types), which costs seconds per game.
+WORDS_T = types.uint32[:, ::1]  # every env's 624 words
+POS_T = types.int64[::1]  # every env's position in its words
 _SHIFT = 397
 _MATRIX_A = np.uint64(0x9908B0DF)
 _UPPER = np.uint64(0x80000000)
@@ -43,7 +47,7 @@ def store(words: np.ndarray, pos: np.ndarray, i: int) -> np.random.RandomState:
     return generator
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(types.uint32[::1]), cache=True, nogil=True)
 def _twist(mt):  # pragma: no cover - compiled
     """Regenerate all 624 words of one state row (NumPy's `mt19937_gen`)."""
     for k in range(WORDS):
@@ -52,7 +56,7 @@ def _twist(mt):  # pragma: no cover - compiled
         mt[k] = np.uint32(np.uint64(mt[(k + _SHIFT) % WORDS]) ^ (y >> _ONE) ^ mag)
 
 
-@njit(cache=True, nogil=True)
+@njit(types.uint64(WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def next_u32(words, pos, i):  # pragma: no cover - compiled
     """The next 32-bit word of env i's generator (as a uint64)."""
     if pos[i] >= WORDS:
@@ -67,7 +71,7 @@ def next_u32(words, pos, i):  # pragma: no cover - compiled
     return y & _M32
 
 
-@njit(cache=True, nogil=True)
+@njit(types.float64(WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def rand(words, pos, i):  # pragma: no cover - compiled
     """`RandomState.rand()`: a double in [0, 1) from two words (27 and 26 bits)."""
     a = np.float64(next_u32(words, pos, i) >> np.uint64(5))
@@ -75,7 +79,7 @@ def rand(words, pos, i):  # pragma: no cover - compiled
     return (a * 67108864.0 + b) / 9007199254740992.0
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(WORDS_T, POS_T, types.int64, types.int64, types.int64), cache=True, nogil=True)
 def randint(words, pos, i, low, high):  # pragma: no cover - compiled
     """`RandomState.randint(low, high)` (high excluded): words masked to the range's bit
     length, redrawn until one falls in it; a range of one value draws nothing."""

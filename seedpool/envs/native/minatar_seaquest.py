@@ -17,10 +17,11 @@ goes on using them: an enemy sub that leaves the board on a step may still fire 
 
 from __future__ import annotations
 
-from numba import njit
+from numba import njit, types
 
 from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import DOWN, FIRE, LEFT, RIGHT, UP, MinAtarFamily
+from seedpool.envs.native.minatar_family import DOWN, FIRE, LEFT, OBS, RIGHT, ROW, UP, MinAtarFamily, fill, move
+from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
 
 RAMP_INTERVAL = 100
 MAX_OXYGEN = 200
@@ -47,16 +48,17 @@ FISH = (N_FISH, ENEMY_BULLETS[1] + 3 * 48, 4, 48)
 SUBS = (N_SUBS, FISH[1] + 4 * 48, 5, 48)
 DIVERS = (N_DIVERS, SUBS[1] + 5 * 48, 4, 8)
 STATE_SIZE = DIVERS[1] + 4 * 8
+LIST = types.UniTuple(types.int64, 4)
 
 
 # -- Python-list semantics on state rows --------------------------------------------------
-@njit(cache=True, nogil=True, inline="always")
+@njit(types.int64(LIST, types.int64, types.int64), cache=True, nogil=True)
 def _col(lst, at, field):  # pragma: no cover - compiled
     """The column of `field` of the element at handle `at` (-1: the one that left its list)."""
     return DETACHED + field if at < 0 else lst[1] + lst[2] * at + field
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, LIST), cache=True, nogil=True)
 def _append(s, lst):  # pragma: no cover - compiled
     """Room for one more element at the end of `lst`; its index."""
     n = s[lst[0]]
@@ -66,7 +68,7 @@ def _append(s, lst):  # pragma: no cover - compiled
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, LIST, types.int64), cache=True, nogil=True)
 def _first_equal(s, lst, at):  # pragma: no cover - compiled
     """Index of the first element of `lst` equal (every field) to the element at handle `at`."""
     base, width = lst[1], lst[2]
@@ -81,22 +83,22 @@ def _first_equal(s, lst, at):  # pragma: no cover - compiled
     raise RuntimeError("native MinAtar Seaquest: removing an element that is not in its list")
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, LIST, types.int64), cache=True, nogil=True)
 def _delete(s, lst, k):  # pragma: no cover - compiled
     """`del lst[k]`: the later elements move down one place."""
     n, base, width = s[lst[0]], lst[1], lst[2]
-    s[base + width * k:base + width * (n - 1)] = s[base + width * (k + 1):base + width * n].copy()
+    move(s, base + width * k, base + width * (k + 1), width * (n - 1 - k))
     s[lst[0]] = n - 1
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, LIST, types.int64), cache=True, nogil=True)
 def _remove(s, lst, at):  # pragma: no cover - compiled
     """`lst.remove(x)` for x the element at hand (handle `at`): the first element equal to it
     goes. Returns x's new handle: one lower if an earlier equal element went, -1 (its values
     kept in the DETACHED columns) if x itself went."""
     k = _first_equal(s, lst, at)
     if k == at:
-        s[DETACHED:DETACHED + lst[2]] = s[lst[1] + lst[2] * k:lst[1] + lst[2] * (k + 1)]
+        move(s, DETACHED, lst[1] + lst[2] * k, lst[2])
         at = -1
     elif k < at:
         at -= 1
@@ -104,23 +106,23 @@ def _remove(s, lst, at):  # pragma: no cover - compiled
     return at
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, LIST, types.int64), cache=True, nogil=True)
 def _drop(s, lst, k):  # pragma: no cover - compiled
     """`lst.remove(lst[k])` for an element not at hand (no handle to keep)."""
     _delete(s, lst, _first_equal(s, lst, k))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(types.boolean(ROW, LIST, types.int64), cache=True, nogil=True)
 def _on_sub(s, lst, at):  # pragma: no cover - compiled
     return s[_col(lst, at, X)] == s[SUB_X] and s[_col(lst, at, Y)] == s[SUB_Y]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(types.boolean(ROW, LIST, types.int64, LIST, types.int64), cache=True, nogil=True)
 def _same_cell(s, a, at_a, b, at_b):  # pragma: no cover - compiled
     return s[_col(a, at_a, X)] == s[_col(b, at_b, X)] and s[_col(a, at_a, Y)] == s[_col(b, at_b, Y)]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(types.boolean(ROW, LIST, types.int64), cache=True, nogil=True)
 def _advance(s, lst, at):  # pragma: no cover - compiled
     """Move one cell along its direction; True when that left the board."""
     c = _col(lst, at, X)
@@ -128,7 +130,7 @@ def _advance(s, lst, at):  # pragma: no cover - compiled
     return s[c] < 0 or s[c] > 9
 
 
-@njit(cache=True, nogil=True)
+@njit(types.UniTuple(types.int64, 2)(ROW, LIST, types.int64), cache=True, nogil=True)
 def _shot_by_friendly(s, lst, at):  # pragma: no cover - compiled
     """An enemy at handle `at` on a friendly bullet: both go. Returns (reward, new handle)."""
     for k in range(s[N_FRIENDLY]):
@@ -140,9 +142,9 @@ def _shot_by_friendly(s, lst, at):  # pragma: no cover - compiled
 
 
 # -- the game -------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW), cache=True, nogil=True)
 def _reset_one(s):  # pragma: no cover - compiled
-    s[:] = 0
+    fill(s, 0, s.size, 0)
     s[OXYGEN] = MAX_OXYGEN
     s[SUB_X] = 5
     s[E_SPAWN_SPEED] = s[E_SPAWN_TIMER] = INIT_SPAWN_SPEED
@@ -151,7 +153,7 @@ def _reset_one(s):  # pragma: no cover - compiled
     s[SURFACE] = 1
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _spawn_enemy(s, words, pos, i):  # pragma: no cover - compiled
     """A fish or a sub at a random row and side, unless that row has one heading the other way."""
     rightward = rng.rand(words, pos, i) < 0.5
@@ -168,7 +170,7 @@ def _spawn_enemy(s, words, pos, i):  # pragma: no cover - compiled
         s[e + SHOT] = ENEMY_SHOT_INTERVAL
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _spawn_diver(s, words, pos, i):  # pragma: no cover - compiled
     rightward = rng.rand(words, pos, i) < 0.5
     y = rng.randint(words, pos, i, 1, 9)
@@ -176,7 +178,7 @@ def _spawn_diver(s, words, pos, i):  # pragma: no cover - compiled
     s[e + X], s[e + Y], s[e + DIR], s[e + TIMER] = 0 if rightward else 9, y, rightward, DIVER_MOVE_INTERVAL
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW), cache=True, nogil=True)
 def _move_friendly_bullets(s):  # pragma: no cover - compiled
     reward = 0
     lst = FRIENDLY_BULLETS
@@ -205,7 +207,7 @@ def _move_friendly_bullets(s):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW), cache=True, nogil=True)
 def _move_divers(s):  # pragma: no cover - compiled
     lst = DIVERS
     j = s[lst[0]] - 1
@@ -226,7 +228,7 @@ def _move_divers(s):  # pragma: no cover - compiled
         j -= 1
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, LIST), cache=True, nogil=True)
 def _move_enemies(s, lst):  # pragma: no cover - compiled
     """Fish or subs: move on their timers, meet the sub or a friendly bullet; subs also fire
     (the element at hand does, even once it left the list). Returns the reward."""
@@ -258,7 +260,7 @@ def _move_enemies(s, lst):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW), cache=True, nogil=True)
 def _move_enemy_bullets(s):  # pragma: no cover - compiled
     lst = ENEMY_BULLETS
     j = s[lst[0]] - 1
@@ -273,7 +275,7 @@ def _move_enemy_bullets(s):  # pragma: no cover - compiled
         j -= 1
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, types.boolean), cache=True, nogil=True)
 def _surface(s, ramping):  # pragma: no cover - compiled
     """Surfacing with divers: a bonus with six, oxygen refilled, one diver fewer, faster enemies."""
     s[SURFACE] = 1
@@ -292,7 +294,7 @@ def _surface(s, ramping):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, types.int64, types.boolean, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
@@ -338,7 +340,7 @@ def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, LIST, types.int64, types.boolean, OBS), cache=True, nogil=True)
 def _draw_list(s, lst, channel, trail, obs):  # pragma: no cover - compiled
     """Each element of `lst` on `channel`, and the cell behind it on the trail channel
     (`trail` True) where that is on the board. Columns wrap as Python's negative indices."""
@@ -351,7 +353,7 @@ def _draw_list(s, lst, channel, trail, obs):  # pragma: no cover - compiled
                 obs[3, y, back_x] = True
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, OBS), cache=True, nogil=True)
 def _draw(s, obs):  # pragma: no cover - compiled
     """minatar's `state()`, channels first, into a zeroed `obs [10, 10, 10]`."""
     x, y = s[SUB_X], s[SUB_Y]

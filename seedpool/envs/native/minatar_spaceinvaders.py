@@ -9,10 +9,10 @@ enemy bullet. The game draws no random numbers of its own: only the sticky actio
 
 from __future__ import annotations
 
-from numba import njit
+from numba import njit, types
 
 from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import FIRE, LEFT, RIGHT, MinAtarFamily
+from seedpool.envs.native.minatar_family import FIRE, LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill, move
 
 SHOT_COOL_DOWN = 5
 ENEMY_MOVE_INTERVAL = 12
@@ -23,19 +23,19 @@ ENEMY_SHOT_INTERVAL = 10
 STATE_SIZE = ALIENS + 100
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW), cache=True, nogil=True)
 def _reset_one(s):  # pragma: no cover - compiled
-    s[:] = 0
+    fill(s, 0, s.size, 0)
     s[POS] = 5
     for y in range(4):
-        s[ALIENS + 10 * y + 2:ALIENS + 10 * y + 8] = 1
+        fill(s, ALIENS + 10 * y + 2, ALIENS + 10 * y + 8, 1)
     s[ALIEN_DIR] = -1
     s[MOVE_INTERVAL] = ENEMY_MOVE_INTERVAL
     s[MOVE_TIMER] = ENEMY_MOVE_INTERVAL
     s[ALIEN_SHOT_TIMER] = ENEMY_SHOT_INTERVAL
 
 
-@njit(cache=True, nogil=True)
+@njit(types.boolean(ROW, types.int64, types.int64), cache=True, nogil=True)
 def _column_has(s, base, x):  # pragma: no cover - compiled
     for y in range(10):
         if s[base + 10 * y + x]:
@@ -43,26 +43,34 @@ def _column_has(s, base, x):  # pragma: no cover - compiled
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW), cache=True, nogil=True)
 def _move_aliens(s):  # pragma: no cover - compiled
     """The block's move: down a row (wrapping, as np.roll) at a wall, else a column sideways."""
     a = ALIENS
     d = s[ALIEN_DIR]
     if (d < 0 and _column_has(s, a, 0)) or (d > 0 and _column_has(s, a, 9)):
         s[ALIEN_DIR] = -d
-        if s[a + 90:a + 100].any():
+        if count(s, a + 90, a + 100):
             s[TERMINAL] = 1
-        bottom = s[a + 90:a + 100].copy()
-        s[a + 10:a + 100] = s[a:a + 90].copy()
-        s[a:a + 10] = bottom
+        for x in range(10):  # each column rolls down one row
+            bottom = s[a + 90 + x]
+            for y in range(9, 0, -1):
+                s[a + 10 * y + x] = s[a + 10 * (y - 1) + x]
+            s[a + x] = bottom
     else:
-        for y in range(10):
-            row = s[a + 10 * y:a + 10 * y + 10].copy()
-            for x in range(10):
-                s[a + 10 * y + (x + d) % 10] = row[x]
+        for y in range(10):  # each row rolls one column along d (+1 or -1)
+            r = a + 10 * y
+            if d > 0:
+                last = s[r + 9]
+                move(s, r + 1, r, 9)
+                s[r] = last
+            else:
+                first = s[r]
+                move(s, r, r + 1, 9)
+                s[r + 9] = first
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW), cache=True, nogil=True)
 def _alien_shoots(s):  # pragma: no cover - compiled
     """The lowest alien of the column nearest the cannon (the left one on a tie) shoots."""
     pos = s[POS]
@@ -75,7 +83,7 @@ def _alien_shoots(s):  # pragma: no cover - compiled
                         return
 
 
-@njit(cache=True, nogil=True)
+@njit(types.int64(ROW, types.int64, types.boolean), cache=True, nogil=True)
 def _act(s, a, ramping):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
@@ -88,14 +96,14 @@ def _act(s, a, ramping):  # pragma: no cover - compiled
     elif a == RIGHT:
         s[POS] = min(9, s[POS] + 1)
     pos = s[POS]
-    s[FRIENDLY:FRIENDLY + 90] = s[FRIENDLY + 10:FRIENDLY + 100].copy()  # friendly shots rise
-    s[FRIENDLY + 90:FRIENDLY + 100] = 0
-    s[ENEMY + 10:ENEMY + 100] = s[ENEMY:ENEMY + 90].copy()  # enemy shots fall
-    s[ENEMY:ENEMY + 10] = 0
+    move(s, FRIENDLY, FRIENDLY + 10, 90)  # friendly shots rise a row
+    fill(s, FRIENDLY + 90, FRIENDLY + 100, 0)
+    move(s, ENEMY + 10, ENEMY, 90)  # enemy shots fall a row
+    fill(s, ENEMY, ENEMY + 10, 0)
     if s[ENEMY + 90 + pos] or s[ALIENS + 90 + pos]:
         s[TERMINAL] = 1
     if s[MOVE_TIMER] == 0:
-        s[MOVE_TIMER] = min(int(s[ALIENS:ALIENS + 100].sum()), s[MOVE_INTERVAL])
+        s[MOVE_TIMER] = min(count(s, ALIENS, ALIENS + 100), s[MOVE_INTERVAL])
         _move_aliens(s)
         if s[ALIENS + 90 + pos]:
             s[TERMINAL] = 1
@@ -112,16 +120,16 @@ def _act(s, a, ramping):  # pragma: no cover - compiled
         s[SHOT_TIMER] -= 1
     s[MOVE_TIMER] -= 1
     s[ALIEN_SHOT_TIMER] -= 1
-    if not s[ALIENS:ALIENS + 100].any():  # a new block; a faster one while ramping
+    if count(s, ALIENS, ALIENS + 100) == 0:  # a new block; a faster one while ramping
         if s[MOVE_INTERVAL] > 6 and ramping:
             s[MOVE_INTERVAL] -= 1
             s[RAMP_INDEX] += 1
         for y in range(4):
-            s[ALIENS + 10 * y + 2:ALIENS + 10 * y + 8] = 1
+            fill(s, ALIENS + 10 * y + 2, ALIENS + 10 * y + 8, 1)
     return reward
 
 
-@njit(cache=True, nogil=True)
+@njit(types.void(ROW, OBS), cache=True, nogil=True)
 def _draw(s, obs):  # pragma: no cover - compiled
     """minatar's `state()`, channels first, into a zeroed `obs [6, 10, 10]`."""
     obs[0, 9, s[POS]] = True
