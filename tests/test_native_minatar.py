@@ -86,3 +86,82 @@ def test_native_games_need_no_minatar(monkeypatch):
         with seedpool.make(f"MinAtar/{game}-v1", num_envs=2, seed=0) as pool:
             pool.reset()
             pool.step(np.zeros(2, np.int64))
+
+
+# -- difficulty ramping: scripted players that reach it, in lockstep with minatar's games -----
+def _invaders_player(env, rng):
+    """Shoot the nearest column of aliens, stepping out from under shots and low aliens."""
+    def danger(x):
+        return env.e_bullet_map[4:, x].any() or env.alien_map[8:, x].any()
+    if danger(env.pos):
+        for action, x in ((1, env.pos - 1), (3, env.pos + 1)):
+            if 0 <= x <= 9 and not danger(x):
+                return action
+    cols = np.flatnonzero(env.alien_map.any(0))
+    if len(cols) == 0:
+        return 0
+    target = cols[np.argmin(abs(cols - env.pos))]
+    if target < env.pos and not danger(env.pos - 1):
+        return 1
+    if target > env.pos and not danger(env.pos + 1):
+        return 3
+    return 5
+
+
+def _seaquest_player(env, rng):
+    """Dive and roam; head up with divers aboard (surfacing with divers ramps the game)."""
+    if env.diver_count > 0 and rng.random() < 0.8:
+        return 2
+    if env.sub_y == 0 and rng.random() < 0.7:
+        return 4
+    return rng.choice(6, p=[0.1, 0.25, 0.05, 0.25, 0.1, 0.25])
+
+
+def _asterix_player(env, rng):
+    """Move to a row with no enemy within three cells (ramping comes with time alive)."""
+    def safe(y):
+        return not any(e is not None and e[1] == y and not e[3] and abs(e[0] - env.player_x) <= 3
+                       for e in env.entities)
+    if safe(env.player_y):
+        return rng.choice([0, 1, 3])
+    for action, y in ((2, env.player_y - 1), (4, env.player_y + 1)):
+        if 1 <= y <= 8 and safe(y):
+            return action
+    return rng.integers(6)
+
+
+@needs_minatar
+@pytest.mark.parametrize("game,player,sticky", [("SpaceInvaders", _invaders_player, 0.0),
+                                                ("Seaquest", _seaquest_player, 0.1),
+                                                ("Asterix", _asterix_player, 0.1)])
+def test_difficulty_ramps_as_in_minatar(game, player, sticky):
+    """Step minatar's `Environment` and a one-env family side by side (all six actions) with a
+    player that gets the game to ramp: observations, rewards, terminations and the ramp level
+    agree on every step, and the ramp was reached."""
+    from importlib import import_module
+
+    from minatar import Environment
+
+    from seedpool.envs.minatar.registration import GAMES as MODULES
+
+    module = import_module(f"seedpool.envs.native.minatar_{game.lower()}")
+    reference = Environment(MODULES[game], sticky_action_prob=sticky)
+    reference.seed(3)
+    reference.reset()
+    family = getattr(module, f"{game}AllActions")(1, sticky_action_prob=sticky)
+    family.seed(0, 3)
+    family.reset(np.array([0]), None)
+    rng = np.random.default_rng(0)
+    highest = 0
+    for t in range(4000):
+        action = int(player(reference.env, rng))
+        reward, terminal = reference.act(action)
+        obs, got_reward, got_terminal = family.step(slice(None), np.array([action]))
+        assert np.array_equal(obs[0], reference.state().transpose(2, 0, 1)), f"step {t}"
+        assert (got_reward[0], got_terminal[0]) == (reward, terminal), f"step {t}"
+        assert family.state[0, module.RAMP_INDEX] == reference.env.ramp_index, f"step {t}"
+        highest = max(highest, reference.env.ramp_index)
+        if terminal:
+            reference.reset()
+            family.reset(np.array([0]), None)
+    assert highest >= 2
