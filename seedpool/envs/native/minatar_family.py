@@ -88,6 +88,7 @@ class MinAtarFamily(NativeEnv):
         self.words = np.zeros((num_envs, minatar_rng.WORDS), np.uint32)  # each env's MT19937 state
         self.word_pos = np.full(num_envs, minatar_rng.WORDS, np.int64)
         self.has_rng = np.zeros(num_envs, np.bool_)
+        self.all_seeded = False  # every env has its generator: resets skip the check
         # minatar keeps the last action across episodes (and reseeds): only a new env starts at 0.
         self.last_action = np.zeros(num_envs, np.int64)
         self._rows = np.arange(num_envs)
@@ -100,8 +101,10 @@ class MinAtarFamily(NativeEnv):
         self.has_rng[i] = True
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
-        for i in ids[~self.has_rng[ids]].tolist():  # never seeded: fresh entropy, as minatar
-            self.seed(i, None)
+        if not self.all_seeded:
+            for i in ids[~self.has_rng[ids]].tolist():  # never seeded: fresh entropy, as minatar
+                self.seed(i, None)
+            self.all_seeded = bool(self.has_rng.all())
         obs = np.zeros((len(ids), self.channels, 10, 10), np.bool_)
         self._reset_rows(ids, obs)
         return obs
