@@ -108,6 +108,50 @@ def game_group(game: str, n: int, full: bool) -> Group:
     return Group(f"{game.lower()}-{n}", f"{task}, N={n}", cases, baselines=("minatar_loop", "seedpool_python"))
 
 
+def family_share(task: str, n: int, timing: Timing) -> str:
+    """A note: how much of a native pool's step is the family's own step (the kernel and its
+    wrapper), both timed here in turn, medians of `timing.repeats` windows."""
+    import time
+
+    import seedpool
+    from seedpool.envs.native.registry import family_class
+
+    pool = seedpool.make(task, num_envs=n, seed=0)
+    family = family_class(task)(n)
+    try:
+        pool.reset(seed=0)
+        for i in range(n):
+            family.seed(i, i)
+        family.reset(np.arange(n), None)
+        actions = np.random.default_rng(0).integers(pool.single_action_space.n, size=(1024, n))
+
+        def per_step(step: Any) -> float:
+            windows = []
+            for _ in range(timing.repeats):
+                k, start = 0, time.perf_counter()
+                while time.perf_counter() - start < timing.window:
+                    step(actions[k % 1024])
+                    k += 1
+                windows.append((time.perf_counter() - start) / k)
+            return float(np.median(windows)) * 1e6
+
+        ended = np.zeros(n, np.bool_)
+
+        def family_step(a: np.ndarray) -> None:  # ended envs are reset, as the pool's autoreset does
+            _, _, terminated = family.step(slice(None), a)
+            np.logical_or(ended, terminated, out=ended)
+            if ended.any():
+                family.reset(np.flatnonzero(ended), None)
+                ended[:] = False
+
+        pool_us, family_us = per_step(pool.step), per_step(family_step)
+    finally:
+        pool.close()
+    return (f"{task}, N={n}, timed in turn after the groups: the family's own step and resets take "
+            f"{family_us:.0f} µs of the native pool's {pool_us:.0f} µs per step; the rest is the pool's "
+            "front and the native executor (validation, bookkeeping, autoreset, result batching).")
+
+
 def main(argv: list[str]) -> int:
     """Run the groups and write the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -123,6 +167,7 @@ def main(argv: list[str]) -> int:
     groups = [game_group("Breakout", N, full=True)] + [game_group(g, N, full=False) for g in GAMES if g != "Breakout"]
     measured = [(g, run_group(g, timing)) for g in groups]
     leaked = reap_leftovers()
+    share = family_share("MinAtar/Breakout-v1", N, timing)
     load_after = os.getloadavg()
     info = machine_info()
     info["load average (1 min) before / after"] = f"{load_before[0]:.1f} / {load_after[0]:.1f}"
@@ -133,6 +178,7 @@ def main(argv: list[str]) -> int:
         "seedpool_python: the same games behind the pool (native=False, backend auto); seedpool_native: "
         "every env of the pool in one numba call (seedpool/envs/native/minatar_*.py), identical episodes "
         "(tests/test_native_minatar.py). Numba compiles on first use; the warm-up takes that out.",
+        share,
     ]
     if leaked:
         notes.append(f"leaked worker processes, killed: {leaked}")
