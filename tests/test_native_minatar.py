@@ -165,3 +165,13 @@ def test_difficulty_ramps_as_in_minatar(game, player, sticky):
             reference.reset()
             family.reset(np.array([0]), None)
     assert highest >= 2
+
+
+@needs_minatar
+@pytest.mark.parametrize("game,autoreset", [("Breakout", "disabled"), ("Asterix", "same_step")])
+def test_other_autoreset_modes_match(game, autoreset):
+    """disabled: ended games are stepped on (minatar still draws the sticky action and keeps
+    the last one; reward 0); same_step: resets within the step (its reset observations)."""
+    task_id = f"MinAtar/{game}-v1"
+    report = check_native_env(task_id, _python_env(task_id), num_envs=3, steps=600, seed=2, autoreset=autoreset)
+    assert report.episodes > 0
