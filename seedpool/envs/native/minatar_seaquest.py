@@ -6,13 +6,7 @@ divers gives a bonus for the oxygen left; surfacing with none ends the episode. 
 surfacing with divers speeds enemies up while ramping. Channels: sub front, sub back,
 friendly bullet, trail, enemy bullet, enemy fish, enemy sub, oxygen gauge, diver gauge, diver.
 
-minatar keeps bullets, fish, subs and divers in Python lists that it walks backwards while
-removing from them, with `list.remove` (the *first equal* element, which may be another
-one than the element at hand). The order of those lists decides which of two things in one
-cell is hit first, so each list is kept here in order, in the env's state row, and walked
-exactly as CPython walks `reversed(list)`; the element at hand is a handle that follows it
-when an earlier equal element is removed, or holds its values once it left the list (minatar
-goes on using them: an enemy sub that leaves the board on a step may still fire on it).
+The state row's layout and minatar's list semantics are in minatar_seaquest_lists.py.
 """
 
 from __future__ import annotations
@@ -20,8 +14,14 @@ from __future__ import annotations
 from numba import njit, types
 
 from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import DOWN, FIRE, LEFT, OBS, RIGHT, ROW, UP, MinAtarFamily, fill, move
+from seedpool.envs.native.minatar_family import DOWN, FIRE, LEFT, OBS, RIGHT, ROW, UP, MinAtarFamily, fill
 from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
+from seedpool.envs.native.minatar_seaquest_lists import (
+    SUB_X, SUB_Y, SUB_RIGHT, OXYGEN, DIVER_COUNT, E_SPAWN_SPEED, E_SPAWN_TIMER, D_SPAWN_TIMER, MOVE_SPEED,
+    RAMP_INDEX, SHOT_TIMER, SURFACE, TERMINAL, N_FRIENDLY, N_FISH, N_SUBS, X, Y, DIR,
+    TIMER, SHOT, FRIENDLY_BULLETS, ENEMY_BULLETS, FISH, SUBS, DIVERS, STATE_SIZE, LIST, col, append,
+    remove, drop,
+)
 
 RAMP_INTERVAL = 100
 MAX_OXYGEN = 200
@@ -32,101 +32,22 @@ SHOT_COOL_DOWN = 5
 ENEMY_SHOT_INTERVAL = 10
 DIVER_MOVE_INTERVAL = 5
 
-# Columns of an env's state row: scalars, the element at hand once it left its list, then the lists.
-(SUB_X, SUB_Y, SUB_RIGHT, OXYGEN, DIVER_COUNT, E_SPAWN_SPEED, E_SPAWN_TIMER, D_SPAWN_TIMER, MOVE_SPEED,
- RAMP_INDEX, SHOT_TIMER, SURFACE, TERMINAL, N_FRIENDLY, N_ENEMY, N_FISH, N_SUBS, N_DIVERS) = range(18)
-DETACHED = 18
-# Fields of list elements: x, y, direction (1: rightward), move timer (fish, subs, divers),
-# shot timer (subs).
-X, Y, DIR, TIMER, SHOT = range(5)
-# A list: (column of its length, first column, columns per element, capacity). Capacities are
-# well above what the game's timers allow on screen at once (one friendly shot per 6 steps,
-# one diver per 31, at most one enemy a step); more raises an error rather than dropping one.
-FRIENDLY_BULLETS = (N_FRIENDLY, DETACHED + 5, 3, 8)
-ENEMY_BULLETS = (N_ENEMY, FRIENDLY_BULLETS[1] + 3 * 8, 3, 48)
-FISH = (N_FISH, ENEMY_BULLETS[1] + 3 * 48, 4, 48)
-SUBS = (N_SUBS, FISH[1] + 4 * 48, 5, 48)
-DIVERS = (N_DIVERS, SUBS[1] + 5 * 48, 4, 8)
-STATE_SIZE = DIVERS[1] + 4 * 8
-LIST = types.UniTuple(types.int64, 4)
-
-
-# -- Python-list semantics on state rows --------------------------------------------------
-@njit(types.int64(LIST, types.int64, types.int64), cache=True, nogil=True)
-def _col(lst, at, field):  # pragma: no cover - compiled
-    """The column of `field` of the element at handle `at` (-1: the one that left its list)."""
-    return DETACHED + field if at < 0 else lst[1] + lst[2] * at + field
-
-
-@njit(types.int64(ROW, LIST), cache=True, nogil=True)
-def _append(s, lst):  # pragma: no cover - compiled
-    """Room for one more element at the end of `lst`; its index."""
-    n = s[lst[0]]
-    if n >= lst[3]:
-        raise RuntimeError("native MinAtar Seaquest: more objects on screen than its state row holds")
-    s[lst[0]] = n + 1
-    return n
-
-
-@njit(types.int64(ROW, LIST, types.int64), cache=True, nogil=True)
-def _first_equal(s, lst, at):  # pragma: no cover - compiled
-    """Index of the first element of `lst` equal (every field) to the element at handle `at`."""
-    base, width = lst[1], lst[2]
-    for k in range(s[lst[0]]):
-        same = True
-        for f in range(width):
-            if s[base + width * k + f] != s[_col(lst, at, f)]:
-                same = False
-                break
-        if same:
-            return k
-    raise RuntimeError("native MinAtar Seaquest: removing an element that is not in its list")
-
-
-@njit(types.void(ROW, LIST, types.int64), cache=True, nogil=True)
-def _delete(s, lst, k):  # pragma: no cover - compiled
-    """`del lst[k]`: the later elements move down one place."""
-    n, base, width = s[lst[0]], lst[1], lst[2]
-    move(s, base + width * k, base + width * (k + 1), width * (n - 1 - k))
-    s[lst[0]] = n - 1
-
-
-@njit(types.int64(ROW, LIST, types.int64), cache=True, nogil=True)
-def _remove(s, lst, at):  # pragma: no cover - compiled
-    """`lst.remove(x)` for x the element at hand (handle `at`): the first element equal to it
-    goes. Returns x's new handle: one lower if an earlier equal element went, -1 (its values
-    kept in the DETACHED columns) if x itself went."""
-    k = _first_equal(s, lst, at)
-    if k == at:
-        move(s, DETACHED, lst[1] + lst[2] * k, lst[2])
-        at = -1
-    elif k < at:
-        at -= 1
-    _delete(s, lst, k)
-    return at
-
-
-@njit(types.void(ROW, LIST, types.int64), cache=True, nogil=True)
-def _drop(s, lst, k):  # pragma: no cover - compiled
-    """`lst.remove(lst[k])` for an element not at hand (no handle to keep)."""
-    _delete(s, lst, _first_equal(s, lst, k))
-
 
 @njit(types.boolean(ROW, LIST, types.int64), cache=True, nogil=True)
 def _on_sub(s, lst, at):  # pragma: no cover - compiled
-    return s[_col(lst, at, X)] == s[SUB_X] and s[_col(lst, at, Y)] == s[SUB_Y]
+    return s[col(lst, at, X)] == s[SUB_X] and s[col(lst, at, Y)] == s[SUB_Y]
 
 
 @njit(types.boolean(ROW, LIST, types.int64, LIST, types.int64), cache=True, nogil=True)
 def _same_cell(s, a, at_a, b, at_b):  # pragma: no cover - compiled
-    return s[_col(a, at_a, X)] == s[_col(b, at_b, X)] and s[_col(a, at_a, Y)] == s[_col(b, at_b, Y)]
+    return s[col(a, at_a, X)] == s[col(b, at_b, X)] and s[col(a, at_a, Y)] == s[col(b, at_b, Y)]
 
 
 @njit(types.boolean(ROW, LIST, types.int64), cache=True, nogil=True)
 def _advance(s, lst, at):  # pragma: no cover - compiled
     """Move one cell along its direction; True when that left the board."""
-    c = _col(lst, at, X)
-    s[c] += 1 if s[_col(lst, at, DIR)] else -1
+    c = col(lst, at, X)
+    s[c] += 1 if s[col(lst, at, DIR)] else -1
     return s[c] < 0 or s[c] > 9
 
 
@@ -135,8 +56,8 @@ def _shot_by_friendly(s, lst, at):  # pragma: no cover - compiled
     """An enemy at handle `at` on a friendly bullet: both go. Returns (reward, new handle)."""
     for k in range(s[N_FRIENDLY]):
         if _same_cell(s, lst, at, FRIENDLY_BULLETS, k):
-            at = _remove(s, lst, at)
-            _drop(s, FRIENDLY_BULLETS, k)
+            at = remove(s, lst, at)
+            drop(s, FRIENDLY_BULLETS, k)
             return 1, at
     return 0, at
 
@@ -161,10 +82,10 @@ def _spawn_enemy(s, words, pos, i):  # pragma: no cover - compiled
     y = rng.randint(words, pos, i, 1, 9)
     for lst in (SUBS, FISH):
         for k in range(s[lst[0]]):
-            if s[_col(lst, k, Y)] == y and s[_col(lst, k, DIR)] != rightward:
+            if s[col(lst, k, Y)] == y and s[col(lst, k, DIR)] != rightward:
                 return
     lst = SUBS if is_sub else FISH
-    e = _col(lst, _append(s, lst), 0)
+    e = col(lst, append(s, lst), 0)
     s[e + X], s[e + Y], s[e + DIR], s[e + TIMER] = 0 if rightward else 9, y, rightward, s[MOVE_SPEED]
     if is_sub:
         s[e + SHOT] = ENEMY_SHOT_INTERVAL
@@ -174,7 +95,7 @@ def _spawn_enemy(s, words, pos, i):  # pragma: no cover - compiled
 def _spawn_diver(s, words, pos, i):  # pragma: no cover - compiled
     rightward = rng.rand(words, pos, i) < 0.5
     y = rng.randint(words, pos, i, 1, 9)
-    e = _col(DIVERS, _append(s, DIVERS), 0)
+    e = col(DIVERS, append(s, DIVERS), 0)
     s[e + X], s[e + Y], s[e + DIR], s[e + TIMER] = 0 if rightward else 9, y, rightward, DIVER_MOVE_INTERVAL
 
 
@@ -186,21 +107,21 @@ def _move_friendly_bullets(s):  # pragma: no cover - compiled
     while 0 <= j < s[lst[0]]:  # CPython's reversed(list): one index, checked against the live length
         at = j
         if _advance(s, lst, at):
-            _remove(s, lst, at)
+            remove(s, lst, at)
         else:
             hit = False
             for k in range(s[N_FISH]):
                 if _same_cell(s, lst, at, FISH, k):
-                    _drop(s, FISH, k)
-                    _remove(s, lst, at)
+                    drop(s, FISH, k)
+                    remove(s, lst, at)
                     reward += 1
                     hit = True
                     break
             if not hit:
                 for k in range(s[N_SUBS]):
                     if _same_cell(s, lst, at, SUBS, k):
-                        _drop(s, SUBS, k)
-                        _remove(s, lst, at)
+                        drop(s, SUBS, k)
+                        remove(s, lst, at)
                         reward += 1
                         break
         j -= 1
@@ -214,17 +135,17 @@ def _move_divers(s):  # pragma: no cover - compiled
     while 0 <= j < s[lst[0]]:
         at = j
         if _on_sub(s, lst, at) and s[DIVER_COUNT] < 6:
-            _remove(s, lst, at)
+            remove(s, lst, at)
             s[DIVER_COUNT] += 1
-        elif s[_col(lst, at, TIMER)] == 0:
-            s[_col(lst, at, TIMER)] = DIVER_MOVE_INTERVAL
+        elif s[col(lst, at, TIMER)] == 0:
+            s[col(lst, at, TIMER)] = DIVER_MOVE_INTERVAL
             if _advance(s, lst, at):
-                _remove(s, lst, at)
+                remove(s, lst, at)
             elif _on_sub(s, lst, at) and s[DIVER_COUNT] < 6:
-                _remove(s, lst, at)
+                remove(s, lst, at)
                 s[DIVER_COUNT] += 1
         else:
-            s[_col(lst, at, TIMER)] -= 1
+            s[col(lst, at, TIMER)] -= 1
         j -= 1
 
 
@@ -238,24 +159,24 @@ def _move_enemies(s, lst):  # pragma: no cover - compiled
         at = j
         if _on_sub(s, lst, at):
             s[TERMINAL] = 1
-        if s[_col(lst, at, TIMER)] == 0:
-            s[_col(lst, at, TIMER)] = s[MOVE_SPEED]
+        if s[col(lst, at, TIMER)] == 0:
+            s[col(lst, at, TIMER)] = s[MOVE_SPEED]
             if _advance(s, lst, at):
-                at = _remove(s, lst, at)
+                at = remove(s, lst, at)
             elif _on_sub(s, lst, at):
                 s[TERMINAL] = 1
             else:
                 hit, at = _shot_by_friendly(s, lst, at)
                 reward += hit
         else:
-            s[_col(lst, at, TIMER)] -= 1
+            s[col(lst, at, TIMER)] -= 1
         if lst[0] == N_SUBS:
-            if s[_col(lst, at, SHOT)] == 0:
-                s[_col(lst, at, SHOT)] = ENEMY_SHOT_INTERVAL
-                b = _col(ENEMY_BULLETS, _append(s, ENEMY_BULLETS), 0)
-                s[b + X], s[b + Y], s[b + DIR] = s[_col(lst, at, X)], s[_col(lst, at, Y)], s[_col(lst, at, DIR)]
+            if s[col(lst, at, SHOT)] == 0:
+                s[col(lst, at, SHOT)] = ENEMY_SHOT_INTERVAL
+                b = col(ENEMY_BULLETS, append(s, ENEMY_BULLETS), 0)
+                s[b + X], s[b + Y], s[b + DIR] = s[col(lst, at, X)], s[col(lst, at, Y)], s[col(lst, at, DIR)]
             else:
-                s[_col(lst, at, SHOT)] -= 1
+                s[col(lst, at, SHOT)] -= 1
         j -= 1
     return reward
 
@@ -269,7 +190,7 @@ def _move_enemy_bullets(s):  # pragma: no cover - compiled
         if _on_sub(s, lst, at):
             s[TERMINAL] = 1
         if _advance(s, lst, at):
-            _remove(s, lst, at)
+            remove(s, lst, at)
         elif _on_sub(s, lst, at):
             s[TERMINAL] = 1
         j -= 1
@@ -306,7 +227,7 @@ def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
         _spawn_diver(s, words, pos, i)
         s[D_SPAWN_TIMER] = DIVER_SPAWN_SPEED
     if a == FIRE and s[SHOT_TIMER] == 0:
-        b = _col(FRIENDLY_BULLETS, _append(s, FRIENDLY_BULLETS), 0)
+        b = col(FRIENDLY_BULLETS, append(s, FRIENDLY_BULLETS), 0)
         s[b + X], s[b + Y], s[b + DIR] = s[SUB_X], s[SUB_Y], s[SUB_RIGHT]
         s[SHOT_TIMER] = SHOT_COOL_DOWN
     elif a == LEFT:
@@ -345,10 +266,10 @@ def _draw_list(s, lst, channel, trail, obs):  # pragma: no cover - compiled
     """Each element of `lst` on `channel`, and the cell behind it on the trail channel
     (`trail` True) where that is on the board. Columns wrap as Python's negative indices."""
     for k in range(s[lst[0]]):
-        x, y = s[_col(lst, k, X)], s[_col(lst, k, Y)]
+        x, y = s[col(lst, k, X)], s[col(lst, k, Y)]
         obs[channel, y, x % 10] = True
         if trail:
-            back_x = x - 1 if s[_col(lst, k, DIR)] else x + 1
+            back_x = x - 1 if s[col(lst, k, DIR)] else x + 1
             if 0 <= back_x <= 9:
                 obs[3, y, back_x] = True
 
