@@ -34,8 +34,8 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "native_minatar.md"
 N = 64
 TARGETS = (
     Target("breakout-64", "seedpool_native", "minatar_loop", 10.0, "issue 19"),
-    *(Target(f"{game.lower()}-64", "seedpool_native", "seedpool_python", 1.0, "auto picks native")
-      for game in GAMES),
+    *(Target(f"{game.lower()}-{n}", "seedpool_native", "seedpool_python", 1.0, "auto picks native")
+      for n in (1, 2, N) for game in GAMES),
 )
 
 
@@ -108,6 +108,13 @@ def game_group(game: str, n: int, full: bool) -> Group:
     return Group(f"{game.lower()}-{n}", f"{task}, N={n}", cases, baselines=("minatar_loop", "seedpool_python"))
 
 
+def small_group(game: str, n: int) -> Group:
+    """A few envs: the native family against the Python-env path (each family's `native_from`)."""
+    task = f"MinAtar/{game}-v1"
+    cases = [seedpool_case(task, n, native=False), seedpool_case(task, n, native=True)]
+    return Group(f"{game.lower()}-{n}", f"{task}, N={n}", cases, baselines=("seedpool_python",))
+
+
 def family_share(task: str, n: int, timing: Timing) -> str:
     """A note: how much of a native pool's step is the family's own step (the kernel and its
     wrapper), both timed here in turn, medians of `timing.repeats` windows."""
@@ -166,6 +173,7 @@ def main(argv: list[str]) -> int:
     load_before = os.getloadavg()
     groups = [game_group("Breakout", N, full=True)] + [game_group(g, N, full=False) for g in GAMES if g != "Breakout"]
     groups.append(game_group("Breakout", 4 * N, full=False))  # where the pool's fixed cost per step is spread thinner
+    groups += [small_group(g, n) for n in (1, 2) for g in GAMES]  # behind each family's native_from
     measured = [(g, run_group(g, timing)) for g in groups]
     leaked = reap_leftovers()
     share = family_share("MinAtar/Breakout-v1", N, timing)
