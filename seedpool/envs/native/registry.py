@@ -32,6 +32,9 @@ _NATIVE: dict[str, str] = {
     "Walker2d-v5": "seedpool.envs.native.mujoco_envs:Walker2d",
     "Ant-v5": "seedpool.envs.native.mujoco_envs:Ant",
 }
+# MinAtar's ids (-v1 minimal action sets, -v0 all six actions): native/minatar_family.py.
+_NATIVE.update({f"MinAtar/{game}-{version}": f"seedpool.envs.native.minatar_{game.lower()}:{game}{suffix}"
+                for game in ("Breakout", "SpaceInvaders", "Freeway", "Asterix", "Seaquest") for version, suffix in (("v1", ""), ("v0", "AllActions"))})
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 # By default only "auto" is native: a backend named explicitly asks for env objects stepped
 # that way (SB3's `venv.envs` with "serial"); native=True also accepts "serial" (in-process).

@@ -1,0 +1,135 @@
+"""MinAtar Breakout as a native family (see minatar_family.py).
+
+A paddle on the bottom row bounces a ball that moves along diagonals into three rows of
+bricks (+1 per brick; a new wall once the ball comes down to an empty board); the episode
+ends when the ball reaches the bottom row past the paddle. Channels: paddle, ball, trail, brick.
+"""
+
+from __future__ import annotations
+
+from numba import njit, types
+
+from seedpool.envs.native import minatar_rng as rng
+from seedpool.envs.native.minatar_family import LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill
+from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
+
+# Columns of an env's state row; the brick map is 100 columns, row-major from BRICKS.
+BALL_X, BALL_Y, BALL_DIR, POS, LAST_X, LAST_Y, STRIKE, TERMINAL, BRICKS = range(9)
+STATE_SIZE = BRICKS + 100
+# Ball directions 0..3: up-left, up-right, down-right, down-left.
+
+
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
+def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
+    s[BALL_Y] = 3
+    if rng.randint(words, pos, i, 0, 2) == 0:  # the ball starts at either wall
+        s[BALL_X], s[BALL_DIR] = 0, 2
+    else:
+        s[BALL_X], s[BALL_DIR] = 9, 3
+    s[POS] = 4
+    fill(s, BRICKS, BRICKS + 100, 0)
+    fill(s, BRICKS + 10, BRICKS + 40, 1)  # rows 1-3
+    s[STRIKE] = 0
+    s[LAST_X], s[LAST_Y] = s[BALL_X], s[BALL_Y]
+    s[TERMINAL] = 0
+
+
+@njit(types.int64(ROW, types.int64), cache=True, nogil=True)
+def _act(s, a):  # pragma: no cover - compiled
+    """One step of one env with minatar action `a`; returns the reward."""
+    if s[TERMINAL]:
+        return 0
+    if a == LEFT:
+        s[POS] = max(0, s[POS] - 1)
+    elif a == RIGHT:
+        s[POS] = min(9, s[POS] + 1)
+    x, y, d = s[BALL_X], s[BALL_Y], s[BALL_DIR]
+    s[LAST_X], s[LAST_Y] = x, y
+    new_x = x - 1 if d == 0 or d == 3 else x + 1
+    new_y = y - 1 if d == 0 or d == 1 else y + 1
+    reward = 0
+    struck = False
+    if new_x < 0 or new_x > 9:  # side wall: flip the horizontal direction
+        new_x = min(max(new_x, 0), 9)
+        d ^= 1
+    if new_y < 0:  # ceiling: flip the vertical direction
+        new_y = 0
+        d = 3 - d
+    elif s[BRICKS + 10 * new_y + new_x]:
+        struck = True
+        if not s[STRIKE]:  # one brick per strike; the ball passes while it stays in bricks
+            reward = 1
+            s[STRIKE] = 1
+            s[BRICKS + 10 * new_y + new_x] = 0
+            new_y = y
+            d = 3 - d
+    elif new_y == 9:
+        if count(s, BRICKS, BRICKS + 100) == 0:
+            fill(s, BRICKS + 10, BRICKS + 40, 1)
+        if x == s[POS]:  # paddle under the ball: straight back up
+            d = 3 - d
+            new_y = y
+        elif new_x == s[POS]:  # paddle hit on its corner: back the way it came
+            d ^= 2
+            new_y = y
+        else:
+            s[TERMINAL] = 1
+    if not struck:
+        s[STRIKE] = 0
+    s[BALL_X], s[BALL_Y], s[BALL_DIR] = new_x, new_y, d
+    return reward
+
+
+@njit(types.void(ROW, OBS), cache=True, nogil=True)
+def _draw(s, obs):  # pragma: no cover - compiled
+    """minatar's `state()`, channels first, into a zeroed `obs [4, 10, 10]`."""
+    obs[0, 9, s[POS]] = True
+    obs[1, s[BALL_Y], s[BALL_X]] = True
+    obs[2, s[LAST_Y], s[LAST_X]] = True
+    for c in range(100):
+        obs[3, c // 10, c % 10] = s[BRICKS + c] != 0
+
+
+@njit(cache=True, nogil=True)
+def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
+    """Reset envs `rows`; draw the k-th into obs[k]."""
+    for k in range(rows.size):
+        _reset_one(state[rows[k]], words, pos, rows[k])
+        _draw(state[rows[k]], obs[k])
+
+
+@njit(cache=True, nogil=True)
+def step(state, words, pos, last, rows, actions, action_set, sticky, obs, reward, terminated):  # pragma: no cover
+    """Step envs `rows` (sticky action first, as minatar's `Environment.act`)."""
+    for k in range(rows.size):
+        i = rows[k]
+        a = action_set[actions[k]]
+        if rng.rand(words, pos, i) < sticky:
+            a = last[i]
+        last[i] = a
+        s = state[i]
+        reward[k] = _act(s, a)
+        terminated[k] = s[TERMINAL] != 0
+        _draw(s, obs[k])
+
+
+class Breakout(MinAtarFamily):
+    """MinAtar/Breakout-v1: minatar's Breakout, minimal actions (no-op, left, right)."""
+
+    channels = 4
+    state_size = STATE_SIZE
+    minimal_actions = (0, LEFT, RIGHT)
+    native_from = 2  # one env: the Python-env path measured as fast or faster (benchmarks/results/native_minatar.md)
+
+    def _reset_rows(self, rows, obs):
+        reset(self.state, self.words, self.word_pos, rows, obs)
+
+    def _step_rows(self, rows, actions, obs, reward, terminated):
+        step(self.state, self.words, self.word_pos, self.last_action, rows, actions, self.action_set,
+             self.sticky_action_prob, obs, reward, terminated)
+
+
+class BreakoutAllActions(Breakout):
+    """MinAtar/Breakout-v0: the same game with all six actions."""
+
+    all_actions = True
