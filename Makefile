@@ -20,7 +20,8 @@ train: $(STAMP)
 	$(VENV)/bin/seedpool train ppo --env CartPole-v1
 
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	# Two workers (pytest-xdist): the learning tests run in two fixed groups, one per worker (tests/conftest.py).
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25 tests
 
 bench: $(STAMP)
 	$(VENV)/bin/seedpool bench

@@ -146,3 +146,22 @@ def force_layout(monkeypatch):
         monkeypatch.setattr(make_module, "auto_layout", lambda *args, **kwargs: layout)
 
     return force
+
+
+# pytest-xdist (`make test` runs `-n 2 --dist loadgroup`): the learning tests (marked slow) are
+# most of the suite's time and each keeps about one core busy, so they run in two fixed groups,
+# one per worker, balanced by their measured times; every other test goes wherever a worker is
+# free. The Ray tests share one group: each starts a local Ray cluster, and two at once on one
+# machine would compete for its ports and memory.
+_LEARNING_GROUPS = {
+    "test_learning_dqn.py": "learning-a",  # DQN + Ape-X: ~8 min of the ~17 on a quiet machine
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name == "test_ray.py":
+            item.add_marker(pytest.mark.xdist_group("ray"))
+        elif item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.xdist_group(_LEARNING_GROUPS.get(name, "learning-b")))

@@ -14,6 +14,9 @@ from seedpool.trainers.dqn import dqn_defaults, train_dqn
 pytestmark = pytest.mark.slow
 
 
+# Its own timeout, as Ape-X's below: 186 s alone on a quiet 2-core machine, and it timed out at
+# the default 300 s with other jobs beside it (load average 5-8, 2026-11-25).
+@pytest.mark.timeout(1200)
 def test_dqn_greedy_policy_reaches_475_at_the_end_of_100k_steps(tmp_path):
     cfg = dataclasses.replace(dqn_defaults("CartPole-v1"), runs_dir=tmp_path, progress="off",
                               tensorboard=False, seed=1)
