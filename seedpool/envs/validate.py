@@ -41,8 +41,12 @@ def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
 
 def actions(space: gym.Space, action: Any, n: int) -> Any:
     """`action` as an array (or the dict/tuple nesting of arrays) of n valid actions for `space`."""
-    if type(space) is gym.spaces.Discrete:  # the common case first: this runs every step
+    # The common cases first, by exact type (isinstance on gymnasium's spaces goes through
+    # ABC checks): this runs on every step.
+    if type(space) is gym.spaces.Discrete:
         return _discrete(np.asarray(action), n, int(space.start), int(space.start + space.n))
+    if type(space) is gym.spaces.Box:
+        return _box(np.asarray(action), n, space)
     if isinstance(space, gym.spaces.Dict):
         if not isinstance(action, dict) or set(action) != set(space.spaces):
             raise ValueError(f"expected a dict of actions with keys {sorted(space.spaces)}")
@@ -75,14 +79,19 @@ def actions(space: gym.Space, action: Any, n: int) -> Any:
             raise ValueError("MultiBinary actions must be 0 or 1")
         return a
     if isinstance(space, gym.spaces.Box):
-        _check_shape(a, (n, *space.shape))
-        if a.dtype.kind not in "fiu" and not (a.dtype.kind == "b" and np.dtype(space.dtype).kind == "b"):
-            raise TypeError(f"Box actions must be numbers (or bools for a bool Box), got dtype {a.dtype}")
-        if a.dtype.kind == "f" and not np.isfinite(a).all():
-            rows = np.unique(np.nonzero(~np.isfinite(a.reshape(n, -1)))[0]).tolist()
-            raise ValueError(f"actions contain NaN or inf (batch rows {rows})")
-        return a
+        return _box(a, n, space)
     raise TypeError(f"unsupported action space {space}")
+
+
+def _box(a: np.ndarray, n: int, space: gym.spaces.Box) -> np.ndarray:
+    _check_shape(a, (n, *space.shape))
+    kind = a.dtype.kind
+    if kind not in "fiu" and not (kind == "b" and np.dtype(space.dtype).kind == "b"):
+        raise TypeError(f"Box actions must be numbers (or bools for a bool Box), got dtype {a.dtype}")
+    if kind == "f" and not np.isfinite(a).all():
+        rows = np.unique(np.nonzero(~np.isfinite(a.reshape(n, -1)))[0]).tolist()
+        raise ValueError(f"actions contain NaN or inf (batch rows {rows})")
+    return a
 
 
 def _discrete(a: np.ndarray, n: int, lo: int, hi: int) -> np.ndarray:
