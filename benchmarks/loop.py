@@ -366,7 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--note", default="", help="a line for the table's notes (e.g. what else ran)")
     p.add_argument("--why", default="hc2", help="MLP cases of the latency measurement, comma-separated ('' to skip)")
+    p.add_argument("--torch-threads", type=int, default=0,
+                   help="torch's intra-op threads for the learner (0: torch's default, one per core); "
+                        "1 leaves a core to envs that step in workers while the learner computes")
     args = p.parse_args(argv)
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
     if args.quick:
         args.repeats = 1
     engines = args.engines.split(",")
