@@ -1,7 +1,8 @@
 """Libraries' own EnvPool loops on envpool 1.2.5 and on seedpool (`install_as_envpool()`).
 
-rl-games' envpool vecenv (`step(actions)` on Pong-v5) and Tianshou's Collector
-(`collect(n_step=...)` with integer random actions) run in a child process per run (the shim
+rl-games' envpool vecenv (`step(actions)` on Pong-v5), Tianshou's Collector
+(`collect(n_step=...)` with integer random actions) and skrl's gymnasium wrapper
+(`wrap_env(envpool.make_gymnasium(...))`, `step`) run in a child process per run (the shim
 and the real envpool cannot share one), interleaved envpool, seedpool, envpool, ... so that
 load from elsewhere hits both; after one untimed warm-up step loop, each run times STEPS
 batched steps of N_ENVS envs. The summary takes medians over repeats; the ratio is
@@ -61,13 +62,33 @@ def tianshou(steps: int) -> float:
     return time.perf_counter() - start
 
 
+def skrl(steps: int) -> float:
+    """Seconds for `steps` steps of skrl's gymnasium wrapper on `envpool.make_gymnasium`."""
+    import envpool
+    import torch
+    from skrl.envs.wrappers.torch import wrap_env
+
+    env = wrap_env(envpool.make_gymnasium(TASK, num_envs=N_ENVS, seed=0), wrapper="gymnasium")
+    env.reset()
+    acts = torch.as_tensor(np.random.default_rng(0).integers(0, 6, (steps + 50, N_ENVS, 1)))
+    for a in acts[:50]:  # warm-up
+        env.step(a)
+    start = time.perf_counter()
+    for a in acts[50:]:
+        env.step(a)
+    return time.perf_counter() - start
+
+
+LIBS = {"rlgames": rlgames, "tianshou": tianshou, "skrl": skrl}
+
+
 def child(lib: str, backend: str, steps: int) -> None:
     """In a fresh process: install the shim if asked, time one run, print the seconds."""
     if backend == "seedpool":
         import seedpool
 
         seedpool.install_as_envpool(quiet=True)
-    print({"rlgames": rlgames, "tianshou": tianshou}[lib](steps))
+    print(LIBS[lib](steps))
 
 
 def run(lib: str, backend: str, steps: int) -> float:
@@ -82,7 +103,7 @@ def machine() -> str:
 
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
-    libs = ", ".join(f"{p} {version(p)}" for p in ("envpool", "rl-games", "tianshou", "gymnasium", "ale-py", "torch"))
+    libs = ", ".join(f"{p} {version(p)}" for p in ("envpool", "rl-games", "tianshou", "skrl", "gymnasium", "ale-py", "torch"))
     return f"{cpu}, {os.cpu_count()} logical CPUs; Python {sys.version.split()[0]}; {libs}"
 
 
@@ -99,7 +120,7 @@ def main() -> None:
     load_before = os.getloadavg()
     rows, sps = [], {}
     for rep in range(args.repeats):
-        for lib in ("rlgames", "tianshou"):
+        for lib in LIBS:
             for backend in ("envpool", "seedpool"):
                 seconds = run(lib, backend, args.steps)
                 rate = args.steps * N_ENVS / seconds
@@ -110,11 +131,11 @@ def main() -> None:
              f"Written by `benchmarks/envpool_libraries.py --repeats {args.repeats} --steps {args.steps}`; "
              f"{TASK}, {N_ENVS} envs, env steps per second of the library's own loop.", "",
              f"Machine: {machine()}.", "",
-             f"Notes: load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on 2 cores shared "
-             "with other jobs (the runs are interleaved so that load hits both; read the ratios, not the "
-             "absolute rates).", "",
+             f"Notes: load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (runs interleaved, "
+             "so that load from elsewhere hits both; read the ratios). TorchRL is not here: its EnvPool "
+             "path (`MultiThreadedEnv`) fails on envpool 1.2.5 itself, so there is nothing to compare.", "",
              "| library | envpool median steps/s | seedpool median steps/s | seedpool / envpool |", "|---|---|---|---|"]
-    for lib in ("rlgames", "tianshou"):
+    for lib in LIBS:
         a, b = statistics.median(sps[(lib, "envpool")]), statistics.median(sps[(lib, "seedpool")])
         lines.append(f"| {lib} | {a:,.0f} | {b:,.0f} | {b / a:.2f}x |")
     lines += ["", "| repeat | library | engine | seconds | steps/s |", "|---|---|---|---|---|", *rows, ""]
