@@ -79,6 +79,16 @@ def rand(words, pos, i):  # pragma: no cover - compiled
     return (a * 67108864.0 + b) / 9007199254740992.0
 
 
+@njit(cache=True, nogil=True)
+def sticky_action(words, pos, last, i, a, sticky):  # pragma: no cover - compiled
+    """Env i's action after minatar's sticky draw (`Environment.act`): its last action with
+    probability `sticky`, else `a`; remembered as its last action either way."""
+    if rand(words, pos, i) < sticky:
+        a = last[i]
+    last[i] = a
+    return a
+
+
 @njit(types.int64(WORDS_T, POS_T, types.int64, types.int64, types.int64), cache=True, nogil=True)
 def randint(words, pos, i, low, high):  # pragma: no cover - compiled
     """`RandomState.randint(low, high)` (high excluded): words masked to the range's bit

@@ -305,10 +305,7 @@ def step(state, words, pos, last, rows, actions, action_set, sticky, ramping, ob
     """Step envs `rows` (sticky action first, as minatar's `Environment.act`)."""
     for k in range(rows.size):
         i = rows[k]
-        a = action_set[actions[k]]
-        if rng.rand(words, pos, i) < sticky:
-            a = last[i]
-        last[i] = a
+        a = rng.sticky_action(words, pos, last, i, action_set[actions[k]], sticky)
         s = state[i]
         reward[k] = _act(s, a, ramping, words, pos, i)
         terminated[k] = s[TERMINAL] != 0
