@@ -19,6 +19,7 @@ from seedpool.algos.batching import take_rows
 from seedpool.algos.gradient import GradientStep, Precision
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.ppo_numpy import numpy_step_fn
+from seedpool.algos.reward_norm import ReturnNormalizer
 from seedpool.algos.returns import gae
 from seedpool.models.base import ActorCritic
 from seedpool.models.flat import flatten_parameters
@@ -48,6 +49,9 @@ class PPOConfig:
     """GAE lambda (1.0: Monte-Carlo returns bootstrapped at the rollout end)."""
     reward_scale: float = 1.0
     """Multiply rewards by this before computing returns (keeps value targets near unit scale)."""
+    reward_norm: bool = False
+    """Divide rewards by the running std of each env's discounted return, clipped to +-10 (VecNormalize's
+    reward half; `seedpool.algos.reward_norm`); applied before ``reward_scale``."""
     clip_coef: float | None = 0.2
     """Policy ratio clip range epsilon; None disables clipping (A2C)."""
     anneal_clip: bool = False
@@ -265,6 +269,7 @@ class PPOLearner(GradientLearner):
         super().__init__(model, optimizer, total_steps, name="PPO", max_grad_norm=cfg.max_grad_norm,
                          precision=precision)
         self.cfg = cfg
+        self.reward_norm = ReturnNormalizer(cfg.gamma) if cfg.reward_norm else None
 
     def update(self, rollout: Rollout) -> dict[str, float]:
         """One PPO update; raises NonFiniteLossError before a non-finite step changes anything."""
@@ -272,6 +277,9 @@ class PPOLearner(GradientLearner):
         lr = linear_decay(cfg.learning_rate, self.progress, cfg.anneal_lr)
         set_learning_rate(self.optimizer, lr)
         clip = None if cfg.clip_coef is None else linear_decay(cfg.clip_coef, self.progress, cfg.anneal_clip)
+        if self.reward_norm is not None:
+            rewards = self.reward_norm(rollout.rewards, rollout.terminated | rollout.truncated, rollout.valid)
+            rollout = dataclasses.replace(rollout, rewards=rewards)
         if is_recurrent(self.model):
             # Imported here: ppo_recurrent builds on this module's batch and objective.
             from seedpool.algos.ppo_recurrent import make_sequence_batch, recurrent_ppo_update
@@ -282,7 +290,25 @@ class PPOLearner(GradientLearner):
         else:
             batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
             stats = ppo_update(self.model, self.gradient, batch, cfg, clip, self.version)
+            # Observation statistics move only between updates: acting and learning of one
+            # rollout read the same ones, so the first epoch's probability ratios start at 1.
+            observe = getattr(self.model, "observe", None)
+            if observe is not None:
+                observe(batch.obs)
         self._advance(rollout.num_steps)
         scalars = {f"losses/{k}": v for k, v in stats.items()}
         scalars["charts/learning_rate"] = lr
         return {**scalars, **self.gradient.profile()}
+
+    def state_dict(self) -> dict:
+        """Model, optimizer, counters and (with ``reward_norm``) the return statistics."""
+        state = super().state_dict()
+        if self.reward_norm is not None:
+            state["reward_norm"] = self.reward_norm.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+        super().load_state_dict(state)
+        if self.reward_norm is not None and "reward_norm" in state:
+            self.reward_norm.load_state_dict(state["reward_norm"])

@@ -45,7 +45,7 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
         return None
     pi, vf = _layers(layers.policy), _layers(layers.value)
     relu = layers.activation == "relu"
-    data = _as_numpy(batch)
+    data = _as_numpy(batch, policy)
     group = optimizer.param_groups[0]
 
     def step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
@@ -156,9 +156,10 @@ def _layers(pairs: tuple[Linear, ...]) -> list[Layer]:
     return [(_np(w), _np(b), _np(w.grad), _np(b.grad)) for w, b in pairs]
 
 
-def _as_numpy(batch: PPOBatch) -> list[np.ndarray]:
-    """obs (flattened, float32), actions, old log-probs, old values, advantages, returns."""
-    obs = batch.obs.detach().reshape(len(batch), -1).float().numpy()
+def _as_numpy(batch: PPOBatch, policy) -> list[np.ndarray]:
+    """obs (as the networks read them: flattened, float32, standardised if the policy does),
+    actions, old log-probs, old values, advantages, returns."""
+    obs = policy.features(batch.obs.detach()).numpy()
     rest = (batch.actions.long(), batch.logprobs, batch.values, batch.advantages, batch.returns)
     return [obs, *(t.detach().numpy() for t in rest)]
 

@@ -63,6 +63,9 @@ class ModelConfig:
     """Feed the previous reward to the recurrent core."""
     critic_core: bool = False
     """Give the value head a recurrent core of its own (the policy's core then learns from the policy loss only)."""
+    obs_norm: bool = False
+    """Standardise vector observations by running mean/std inside the policy (MLP only): updated from
+    each rollout after its update, saved in checkpoints, used by eval (SAC/TD3 share the spelling)."""
 
 
 def is_image_space(space: gym.Space) -> bool:
@@ -83,6 +86,10 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     kind = cfg.kind
     if kind == "auto":
         kind = "cnn" if is_image_space(obs_space) else "mlp"
+    if cfg.obs_norm and (kind != "mlp" or cfg.core != "none"):
+        raise ValueError("--model.obs-norm standardises vector observations for the feed-forward MLP "
+                         f"policy; this run's policy is {kind!r} with core {cfg.core!r}. Drop --model.obs-norm "
+                         "(images are scaled by 1/255 already) or use --model.kind mlp --model.core none.")
     if cfg.core != "none":
         return make_recurrent_policy(obs_space, action_space, cfg, kind)
     if kind == "cnn":
@@ -91,7 +98,8 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     obs_dim = int(np.prod(obs_space.shape))
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
     return MLPActorCritic(
-        obs_dim, action_dim, continuous, tuple(cfg.hidden_sizes), cfg.activation, cfg.init_log_std
+        obs_dim, action_dim, continuous, tuple(cfg.hidden_sizes), cfg.activation, cfg.init_log_std,
+        cfg.obs_norm,
     )
 
 

@@ -9,6 +9,7 @@ from torch import nn
 
 from seedpool.models.base import ActorCritic, layer_init
 from seedpool.models.distributions import CategoricalHead, GaussianHead, Params
+from seedpool.models.normalize import RunningNorm
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 _FUNCTIONS = {"tanh": torch.tanh, "relu": torch.relu}
@@ -50,6 +51,7 @@ class MLPActorCritic(ActorCritic):
         hidden: tuple[int, ...] = (64, 64),
         activation: str = "tanh",
         init_log_std: float = 0.0,
+        obs_norm: bool = False,
     ) -> None:
         super().__init__()
         if activation not in _ACTIVATIONS:
@@ -68,23 +70,37 @@ class MLPActorCritic(ActorCritic):
         self._cache_layers()
         self.continuous = continuous
         self.head = GaussianHead() if continuous else CategoricalHead()
+        # Running observation statistics (None: the networks read observations as they come).
+        self.obs_norm = RunningNorm((obs_dim,)) if obs_norm else None
         if continuous:
             # State-independent log std: the usual choice for PPO on continuous control.
             self.log_std = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
 
     def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
         """Distribution params and values ``[B]``."""
-        x = obs.flatten(1).float()
+        x = self.features(obs)
         out = self._mlp(x, self._pi_layers)
         value = self._mlp(x, self._vf_layers).squeeze(-1)
         if self.continuous:
             return (out, self.log_std.expand_as(out)), value
         return out, value
 
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """What both networks read: observations flattened to ``[B, D]`` float32, standardised
+        by the running statistics when the policy keeps them."""
+        x = obs.flatten(1).float()
+        return x if self.obs_norm is None else self.obs_norm(x)
+
+    def observe(self, obs: torch.Tensor) -> None:
+        """Merge observations ``[N, ...]`` into the running statistics (no-op without them). PPO
+        calls it after each update, so that acting and learning of one rollout read the same ones."""
+        if self.obs_norm is not None:
+            self.obs_norm.update(obs.detach().flatten(1))
+
     def linear_layers(self) -> MLPLayers:
         """The live weights and biases of both networks, for code that computes them another way.
 
-        ``forward(obs)`` is exactly, per network from ``x = obs.flatten(1).float()``:
+        ``forward(obs)`` is exactly, per network from ``x = self.features(obs)``:
         ``x = act(x @ w.T + b)`` for each layer but the last, then ``x @ w.T + b``. The
         tensors are the module's parameters themselves, not copies: a fast path (the NumPy
         PPO step in ``seedpool.algos.ppo_numpy``) reads and trains them in place. Ask again
