@@ -157,3 +157,17 @@ def test_summary_names_return_speed_and_time_shares():
     text = summary_text(result, "CartPole-v1", "ppo")
     assert "100,000 env steps" in text and "12,345 steps/s" in text and "final return 498.5" in text
     assert "learning 45%" in text and "env stepping 30%" in text
+
+
+def test_progress_line_past_the_budget_shows_no_negative_time_left():
+    """A rollout can end past --total-timesteps; the last log line then says 0:00 left."""
+    import io
+
+    from seedpool.experiment.progress import ProgressDisplay
+
+    out = io.StringIO()
+    display = ProgressDisplay(1000, mode="log", log_every_s=0.0, stream=out)
+    display.update(1024, sps=100.0, recent_return=1.5, force=True)
+    line = out.getvalue().strip()
+    assert line.endswith("| 0:00 left"), line
+    assert "1,024/1,000" in line

@@ -56,7 +56,8 @@ class ProgressDisplay:
         if self.mode != "log" or (not force and now - self._last_log < self.log_every_s):
             return
         self._last_log = now
-        left = (self.total - step) / sps if sps > 0 else float("nan")
+        # A rollout may end past the budget: nothing is left then, never a negative time.
+        left = max(self.total - step, 0) / sps if sps > 0 else float("nan")
         pct = 100.0 * step / max(self.total, 1)
         print(f"step {step:,}/{self.total:,} ({pct:.0f}%) | {sps:,.0f} SPS | return {ret} (last 20) "
               f"| {_duration(left)} left", file=self.stream, flush=True)
