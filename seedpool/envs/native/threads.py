@@ -1,16 +1,18 @@
-"""Splitting a native family's batch over threads: its compiled step releases the GIL
-(numba's `nogil`), so two threads step two halves of the envs at once.
+"""Splitting a native family's batch over threads: its step releases the GIL (numba's
+`nogil`, MuJoCo's C), so two threads step two parts of the envs at once.
 
 `native_config` is `make`'s layout of a native pool, `choose_threads` its choice (by the
-family's measured crossover, `split_from`); `ShardThreads` runs the shards: the caller steps
-the first and helper threads the others.
+family's measured crossover, `split_from`); `ShardThreads` runs the parts: the caller steps
+the first and persistent helper threads the others. `SplitTimer` is the choice of a family
+that splits by measuring (the MuJoCo families, mujoco_sim.py): threads or not, call by call.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import threading
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -53,52 +55,119 @@ def native_config(spec: TaskSpec, batch_size: int, num_workers: int | None) -> E
 
 
 class ShardThreads:
-    """Runs `fn(rows)` over `n` contiguous shards of `rows` at once: the calling thread takes
-    the first shard, a helper thread each other one. The helpers sleep between calls."""
+    """Runs `fn` over parts of a batch at once: the calling thread takes the first part, a
+    helper thread each other one. The helpers sleep between calls, each on a lock of its own
+    (a bare lock: waking one costs a futex call, not a Condition's Python)."""
 
     def __init__(self, n: int):
         self.n = n
-        self._go = [threading.Semaphore(0) for _ in range(n - 1)]
-        self._done = threading.Semaphore(0)
-        self._jobs: list[tuple[Callable[[np.ndarray], None], np.ndarray] | None] = [None] * (n - 1)
+        self._go = [_locked() for _ in range(n - 1)]  # released: helper k has a job
+        self._done = [_locked() for _ in range(n - 1)]  # released: helper k finished it
+        self._jobs: list[tuple[Callable[[Any], None], Any] | None] = [None] * (n - 1)
         self._errors: list[BaseException] = []
-        self._threads = [threading.Thread(target=self._serve, args=(k,), daemon=True, name=f"seedpool-native-{k + 1}")
-                         for k in range(n - 1)]
+        self._threads = [threading.Thread(target=_serve, args=(self._go[k], self._done[k], self._jobs, k, self._errors),
+                                          daemon=True, name=f"seedpool-native-{k + 1}") for k in range(n - 1)]
         for t in self._threads:
             t.start()
 
     def run(self, fn: Callable[[np.ndarray], None], rows: np.ndarray) -> None:
-        """`fn` on every shard of `rows`; returns when all are done, raising the first error."""
+        """`fn` on each of `n` contiguous shards of `rows`; returns when all are done, raising
+        the first error."""
         bounds = np.linspace(0, len(rows), self.n + 1).astype(np.int64).tolist()
-        for k in range(self.n - 1):
-            self._jobs[k] = (fn, rows[bounds[k + 1]:bounds[k + 2]])
+        self.run_parts(fn, [rows[bounds[k]:bounds[k + 1]] for k in range(self.n)])
+
+    def run_parts(self, fn: Callable[[Any], None], parts: Sequence[Any]) -> None:
+        """`fn(parts[k])` for every k (one part per thread, at most `n` parts) at once; returns
+        when all are done, raising the first error."""
+        if self._threads is None:
+            raise RuntimeError("these shard threads are closed")
+        if not 1 <= len(parts) <= self.n:
+            raise ValueError(f"{self.n} threads run 1 to {self.n} parts at once, got {len(parts)}")
+        helpers = len(parts) - 1
+        for k in range(helpers):
+            self._jobs[k] = (fn, parts[k + 1])
             self._go[k].release()
         try:
-            fn(rows[: bounds[1]])
+            fn(parts[0])
         finally:
-            for _ in range(self.n - 1):  # never return while a helper still writes the buffers
-                self._done.acquire()
+            for k in range(helpers):  # never return while a helper still writes the buffers
+                self._done[k].acquire()
         if self._errors:
-            error, self._errors = self._errors[0], []
+            error = self._errors[0]
+            self._errors.clear()
             raise error
 
-    def _serve(self, k: int) -> None:
-        while True:
-            self._go[k].acquire()
-            job = self._jobs[k]
-            if job is None:
-                return
-            self._jobs[k] = None
-            try:
-                job[0](job[1])
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller of run()
-                self._errors.append(exc)
-            self._done.release()
-
     def close(self) -> None:
-        """Stop the helper threads."""
+        """Stop the helper threads and wait for them to end (again: nothing)."""
+        threads, self._threads = self._threads, None
+        if threads is None:
+            return
         for k in range(self.n - 1):
             self._jobs[k] = None
             self._go[k].release()
-        for t in self._threads:
+        for t in threads:
             t.join()
+
+
+def _locked() -> Any:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
+def _serve(go: Any, done: Any, jobs: list, k: int, errors: list[BaseException]) -> None:
+    """Helper k's loop: wait for a job, run it, say it is done; no job: end. It holds no
+    reference to its ShardThreads, so dropping that object can close it (see SplitSteps)."""
+    while True:
+        go.acquire()
+        job, jobs[k] = jobs[k], None
+        if job is None:
+            return
+        fn, part = job
+        job = None
+        try:
+            fn(part)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of run_parts()
+            errors.append(exc)
+        fn = part = None  # hold nothing of the caller's between jobs
+        done.release()
+
+
+class SplitTimer:
+    """`auto`'s choice between stepping a batch's shards on threads or all in the calling
+    thread, by timing both where the pool runs: whether a helper thread pays depends on idle
+    cores, which other processes take and give back (on this shared 2-core machine a split
+    measured 0.6x under load). Both ways give the same results, so it may switch any call.
+
+    It alternates the two for `probe` calls each, keeps the one whose median time per env was
+    lower for `hold` calls, then probes again."""
+
+    def __init__(self, probe: int = 8, hold: int = 1000):
+        self.probe, self.hold = probe, hold
+        self._times: tuple[list[float], list[float]] = ([], [])  # per env: unsplit, split
+        self._left = 0  # calls left on the kept choice
+        self._probing = True  # whether the last call was a probe (its time counts)
+        self.split = False  # the choice of the last call
+        self.choices = [0, 0]  # calls that ran unsplit, split (what was chosen, for reports)
+
+    def choose(self) -> bool:
+        """Whether the next call splits."""
+        self._probing = self._left == 0
+        if self._probing:  # alternate until both have `probe` times
+            self.split = len(self._times[1]) < len(self._times[0])
+        else:
+            self._left -= 1
+        self.choices[self.split] += 1
+        return self.split
+
+    def record(self, seconds: float, envs: int) -> None:
+        """The time the call just chosen took for `envs` envs."""
+        if not self._probing or envs == 0:
+            return
+        times = self._times[self.split]
+        times.append(seconds / envs)
+        if len(times) == self.probe and len(self._times[not self.split]) == self.probe:
+            self.split = statistics.median(self._times[1]) < statistics.median(self._times[0])
+            self._left = self.hold
+            self._times[0].clear()
+            self._times[1].clear()

@@ -1,0 +1,119 @@
+"""The native MuJoCo families split over threads (mujoco_sim.ShardedSim, threads.SplitTimer):
+the same results as one thread, byte for byte, and no thread left behind."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco.batch", reason="the native MuJoCo families need mujoco >= 3.17 (mujoco.batch)")
+
+import seedpool  # noqa: E402
+from seedpool.envs.native.mujoco_envs import HalfCheetah  # noqa: E402
+from seedpool.envs.native.mujoco_sim import ShardedSim  # noqa: E402
+from seedpool.envs.native.threads import ShardThreads, SplitTimer  # noqa: E402
+
+
+def _helpers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("seedpool-native")]
+
+
+def _play(task: str, threads: int | None, num_envs: int, batch: int, steps: int) -> tuple[list[bytes], list[int]]:
+    """Every result of an async run (ids sent back in a scrambled order, so the family gets
+    index arrays as well as runs), as bytes; and the split timer's calls (unsplit, split)."""
+    rng = np.random.default_rng(1)
+    out: list[bytes] = []
+    with seedpool.make(task, num_envs=num_envs, batch_size=batch, seed=7, threads=threads) as pool:
+        assert pool.backend == "native"
+        nu = pool.single_action_space.shape[0]
+        pool.async_reset()
+        for _ in range(steps):
+            obs, rew, term, trunc, info = pool.recv()
+            out += [a.tobytes() for a in (obs, rew, term, trunc, info["env_id"], info["elapsed_step"])]
+            ids = info["env_id"][rng.permutation(batch)]
+            pool.send(rng.uniform(-1, 1, (batch, nu)).astype(np.float32), ids)
+        sim = pool._exec.family.sim
+        choices = list(sim.timer.choices) if isinstance(sim, ShardedSim) and sim.timer is not None else []
+    return out, choices
+
+
+@pytest.mark.parametrize("task,steps", [("Hopper-v5", 150), ("Ant-v5", 40)])
+def test_split_steps_give_the_unsplit_results_byte_for_byte(task, steps):
+    """Hopper ends episodes often (resets go through the shards too); Ant is the SerialSim."""
+    want, _ = _play(task, 1, num_envs=8, batch=4, steps=steps)
+    for threads in (2, 3):  # 3: shards of 3, 3 and 2 envs, parts of uneven size
+        got, _ = _play(task, threads, num_envs=8, batch=4, steps=steps)
+        assert got == want, f"threads={threads}"
+    got, choices = _play(task, None, num_envs=8, batch=4, steps=steps)  # auto: the timer alternates
+    assert got == want
+    if choices:  # more than one usable core: both ways ran
+        assert min(choices) > 0
+
+
+def test_sync_steps_of_a_split_pool_match_gymnasium():
+    from seedpool.envs.native import check_native_env
+
+    assert check_native_env("Ant-v5", num_envs=3, steps=40, seed=4, atol=0.0, threads=2).steps == 40
+
+
+def test_close_stops_the_helper_threads_and_a_dropped_family_does_too():
+    before = _helpers()
+    pool = seedpool.make("HalfCheetah-v5", num_envs=4, seed=0, threads=2)
+    pool.reset()
+    pool.step(np.zeros((4, 6), np.float32))
+    assert len(_helpers()) == len(before) + 1
+    pool.close()
+    assert _helpers() == before
+    family = HalfCheetah(4, threads=3)
+    family.reset(np.arange(4), None)
+    family.step(slice(None), np.zeros((4, 6), np.float32))
+    assert len(_helpers()) == len(before) + 2
+    del family
+    gc.collect()
+    assert _helpers() == before
+
+
+def test_threads_option_is_checked_and_one_thread_has_no_shards():
+    with pytest.raises(ValueError, match="threads must be a positive int"):
+        HalfCheetah(4, threads=0)
+    assert not isinstance(HalfCheetah(4, threads=1).sim, ShardedSim)
+    family = HalfCheetah(4, threads=8)  # at most one thread per env
+    assert family.threads == 4
+    family.close()
+
+
+def test_split_timer_keeps_the_faster_way_then_probes_again():
+    timer = SplitTimer(probe=3, hold=4)
+    seen = []
+    for _ in range(6):  # probing: alternates, unsplit first
+        split = timer.choose()
+        seen.append(split)
+        timer.record(0.5 if split else 2.0, 2)  # split is faster
+    assert seen == [False, True] * 3
+    for _ in range(4):
+        assert timer.choose() is True
+        timer.record(9.0, 2)  # held calls are not timed
+    seen = []
+    for _ in range(6):  # probing again; now unsplit is faster
+        split = timer.choose()
+        seen.append(split)
+        timer.record(3.0 if split else 1.0, 2)
+    assert seen == [False, True] * 3
+    assert timer.choose() is False
+    assert timer.choices == [3 + 3 + 1, 3 + 4 + 3]
+
+
+def test_shard_threads_run_fewer_parts_than_threads_and_refuse_more():
+    threads = ShardThreads(3)
+    seen: list[int] = []
+    threads.run_parts(seen.append, [1, 2])
+    assert sorted(seen) == [1, 2]
+    with pytest.raises(ValueError, match="1 to 3 parts"):
+        threads.run_parts(seen.append, [1, 2, 3, 4])
+    threads.close()
+    threads.close()  # again: nothing
+    with pytest.raises(RuntimeError, match="closed"):
+        threads.run_parts(seen.append, [1])
