@@ -117,3 +117,13 @@ def test_shard_threads_run_fewer_parts_than_threads_and_refuse_more():
     threads.close()  # again: nothing
     with pytest.raises(RuntimeError, match="closed"):
         threads.run_parts(seen.append, [1])
+
+
+def test_the_pool_reports_the_familys_threads():
+    with seedpool.make("Hopper-v5", num_envs=4, threads=2) as pool:
+        assert pool.num_workers == 2 and "threads=2" in pool.layout_reason
+        assert pool._exec._threads is None  # the engine's shard threads are not started for it
+    with seedpool.make("Hopper-v5", num_envs=4, threads=1) as pool:
+        assert pool.num_workers == 1
+    with seedpool.make("Hopper-v5", num_envs=1) as pool:
+        assert pool.num_workers == 1 and "one thread" in pool.layout_reason

@@ -55,7 +55,7 @@ class MujocoFamily(NativeEnv):
         self.frame_skip = ref.frame_skip
         self.dt = ref.dt
         self.init_qpos, self.init_qvel = ref.init_qpos, ref.init_qvel
-        self.sim = self._make_sim(threads)
+        self.sim, self._threads_reason = self._make_sim(threads)
         self.threads = self.sim.k if isinstance(self.sim, ShardedSim) else 1
 
     def state_names(self) -> frozenset[str]:
@@ -63,17 +63,25 @@ class MujocoFamily(NativeEnv):
         repr does not change as it steps, so the base's comparison of reprs does not see it."""
         return super().state_names() | {"data"}
 
-    def _make_sim(self, threads: int | None) -> BatchSim | SerialSim | ShardedSim:
-        """One sim (`_one_sim`) for one thread, else a `ShardedSim` of them."""
-        shards = threads
+    def _make_sim(self, threads: int | None) -> tuple[BatchSim | SerialSim | ShardedSim, str]:
+        """One sim (`_one_sim`) for one thread, else a `ShardedSim` of them; and why."""
         if threads is None:
             from seedpool.envs.make import usable_cores  # make imports this package's registry
 
-            shards = usable_cores()
-        shards = min(shards, self.num_envs)
-        if shards < 2:
-            return self._one_sim(self.num_envs)
-        return ShardedSim(self._one_sim, self.num_envs, shards, split=None if threads is None else True)
+            cores = usable_cores()
+            if min(cores, self.num_envs) < 2:
+                return self._one_sim(self.num_envs), f"one thread: {min(cores, self.num_envs)} usable core(s) or env(s)"
+            shards = min(cores, self.num_envs)
+            return (ShardedSim(self._one_sim, self.num_envs, shards, split=None),
+                    f"{shards} threads (env i on thread i % {shards}) or one: each call as measured faster")
+        if min(threads, self.num_envs) < 2:
+            return self._one_sim(self.num_envs), "one thread (threads=1)"
+        shards = min(threads, self.num_envs)
+        return ShardedSim(self._one_sim, self.num_envs, shards, split=True), f"{shards} threads (threads={threads})"
+
+    def own_threads(self) -> tuple[int, str]:
+        """The threads of the sim (one per shard), and why."""
+        return self.threads, self._threads_reason
 
     def _one_sim(self, num_envs: int) -> BatchSim | SerialSim:
         return BatchSim(self.model, num_envs)

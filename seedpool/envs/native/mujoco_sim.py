@@ -60,7 +60,15 @@ class BatchSim:
 
     def step(self, ids: Rows, ctrl: np.ndarray, nstep: int) -> None:
         """`mj_step(nstep)` of envs `ids` with controls `ctrl` (a row per id)."""
+        self.load(ids, ctrl)
+        self.advance(ids, nstep)
+
+    def load(self, ids: Rows, ctrl: np.ndarray) -> None:
+        """The first half of `step`: set the controls."""
         self.ctrl[ids] = ctrl
+
+    def advance(self, ids: Rows, nstep: int) -> None:
+        """The second half of `step`: the physics (in C, without the GIL)."""
         self.batch.step(sorted_sims(ids, self.num_envs), nstep=nstep)
 
 
@@ -96,10 +104,20 @@ class SerialSim:
 
     def step(self, ids: Rows, ctrl: np.ndarray, nstep: int) -> None:
         """gymnasium's `_step_mujoco_simulation` of envs `ids` (a row of `ctrl` per id)."""
-        m, datas = self.model, self.datas
+        self.load(ids, ctrl)
+        self.advance(ids, nstep)
+
+    def load(self, ids: Rows, ctrl: np.ndarray) -> None:
+        """The first half of `step`: set the controls."""
+        datas = self.datas
         for k, i in enumerate(self._rows[ids].tolist()):
+            datas[i].ctrl[:] = ctrl[k]
+
+    def advance(self, ids: Rows, nstep: int) -> None:
+        """The second half of `step`: the physics (`mj_step` without the GIL), and the copies."""
+        m, datas = self.model, self.datas
+        for i in self._rows[ids].tolist():
             d = datas[i]
-            d.ctrl[:] = ctrl[k]
             mujoco.mj_step(m, d, nstep=nstep)
             mujoco.mj_rnePostConstraint(m, d)
             self._read(i, d)
@@ -141,27 +159,29 @@ class ShardedSim:
             self._copy_out(s, local, env)
 
     def step(self, ids: Rows, ctrl: np.ndarray, nstep: int) -> None:
-        """Each shard's `step` of its envs of `ids`, the shards at once or one after another."""
-        jobs = [(s, local, env, ctrl[pos], nstep) for s, pos, local, env in self._parts(ids)]
+        """Each shard's `step` of its envs of `ids`: the controls set and the results copied
+        here, the physics of the shards at once or one after another."""
+        parts = self._parts(ids)
+        jobs = []
+        for s, pos, local, _ in parts:
+            self.shards[s].load(local, ctrl[pos])
+            jobs.append((self.shards[s], local, nstep))
         split = len(jobs) > 1 and (self.split if self.timer is None else self.timer.choose())
         start = time.perf_counter()
         if split:
-            self._helpers().run_parts(self._step_shard, jobs)
+            self._helpers().run_parts(_advance, jobs)
         else:
             for job in jobs:
-                self._step_shard(job)
+                _advance(job)
         if self.timer is not None and len(jobs) > 1:
             self.timer.record(time.perf_counter() - start, len(ctrl))
+        for s, _, local, env in parts:
+            self._copy_out(s, local, env)
 
     def close(self) -> None:
         """Stop the helper threads (a dropped ShardedSim stops them too)."""
         if self._finalizer is not None:
             self._finalizer()
-
-    def _step_shard(self, job: tuple[int, Rows, Rows, np.ndarray, int]) -> None:
-        s, local, env, ctrl, nstep = job
-        self.shards[s].step(local, ctrl, nstep)
-        self._copy_out(s, local, env)
 
     def _copy_out(self, s: int, local: Rows, env: Rows) -> None:
         sim = self.shards[s]
@@ -198,3 +218,9 @@ class ShardedSim:
                 env = rows[pos]
                 parts.append((s, pos, env // k, env))
         return parts
+
+
+def _advance(job: tuple[Sim, Rows, int]) -> None:
+    """A shard's physics: what a helper thread runs (little Python, so little GIL)."""
+    sim, ids, nstep = job
+    sim.advance(ids, nstep)

@@ -49,6 +49,9 @@ def native_config(spec: TaskSpec, batch_size: int, num_workers: int | None) -> E
     """The layout of a native pool: how many threads step a batch (`num_workers` caps them),
     by the family's measured crossover (`choose_threads`)."""
     family = spec.native
+    own = family.own_threads()
+    if own is not None:  # the family splits its step itself (the engine's shard threads stay unused)
+        return ExecutorConfig("native", own[0], family.num_envs, 0.0, 0.0, None, False, own[1])
     fused = type(family).step_autoreset is not NativeEnv.step_autoreset
     threads, reason = choose_threads(family.split_from if fused else None, batch_size, available_cores(), num_workers)
     return ExecutorConfig("native", threads, family.num_envs, 0.0, 0.0, None, False, reason)
