@@ -138,9 +138,10 @@ def _serve(go: Any, done: Any, jobs: list, k: int, errors: list[BaseException]) 
 
 class SplitTimer:
     """`auto`'s choice between stepping a batch's shards on threads or all in the calling
-    thread, by timing both where the pool runs: whether a helper thread pays depends on idle
-    cores, which other processes take and give back (on this shared 2-core machine a split
-    measured 0.6x under load). Both ways give the same results, so it may switch any call.
+    thread, by timing both where the pool runs: whether a helper thread pays depends on an
+    idle core, which other processes take and give back (on this shared 2-core machine a
+    split HalfCheetah step went from 1.2x to 0.85x one thread within a minute, docs/engine.md).
+    Both ways give the same results, so it may switch at any call.
 
     It alternates the two for `probe` calls each, keeps the one whose median time per env was
     lower for `hold` calls, then probes again."""
