@@ -127,3 +127,26 @@ def test_the_pool_reports_the_familys_threads():
         assert pool.num_workers == 1
     with seedpool.make("Hopper-v5", num_envs=1) as pool:
         assert pool.num_workers == 1 and "one thread" in pool.layout_reason
+
+
+def test_a_forked_child_steps_on_threads_of_its_own():
+    """Threads do not survive fork: a child that steps a split family starts its own helpers."""
+    import multiprocessing as mp
+
+    actions = np.random.default_rng(3).uniform(-1, 1, (4, 6)).astype(np.float32)
+    family = HalfCheetah(4, threads=2)
+    family.reset(np.arange(4), None)
+    family.step(slice(None), actions)  # the helper thread runs now
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe()
+
+    def step_in_child():
+        child.send(family.step(slice(None), actions)[0].tobytes())
+
+    proc = ctx.Process(target=step_in_child)
+    proc.start()
+    assert parent.poll(60), "the child hung"
+    got = parent.recv()
+    proc.join()
+    assert got == family.step(slice(None), actions)[0].tobytes()
+    family.close()

@@ -20,6 +20,7 @@ Three ways to hold them, with the same face (`qpos`, `qvel` arrays with a row pe
 
 from __future__ import annotations
 
+import os
 import time
 import weakref
 from typing import Any, Callable, Union
@@ -150,7 +151,9 @@ class ShardedSim:
         self.timer = SplitTimer() if split is None else None
         self._threads: ShardThreads | None = None
         self._finalizer: Any = None
+        self._pid = os.getpid()  # the process the helper threads run in
         self._rows = np.arange(num_envs)
+        self._runs: dict[tuple[int, int], list[Part]] = {}  # _parts of contiguous runs of envs
 
     def reset(self, rows: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Each shard's `reset` of its envs of `rows` (sorted), in the calling thread."""
@@ -189,7 +192,8 @@ class ShardedSim:
             getattr(self, name)[env] = getattr(sim, name)[local]
 
     def _helpers(self) -> ShardThreads:
-        if self._threads is None:
+        if self._threads is None or self._pid != os.getpid():  # a forked child has no helper threads
+            self._pid = os.getpid()
             self._threads = ShardThreads(self.k)
             # The helpers hold no reference to this object: dropping it closes them.
             self._finalizer = weakref.finalize(self, self._threads.close)
@@ -199,15 +203,19 @@ class ShardedSim:
         """Each shard's part of the envs `ids`, shards without one left out. A contiguous run
         gives slices (views), anything else index arrays in the order of `ids`."""
         k = self.k
+        parts: list[Part] | None
         if isinstance(ids, slice) and ids.indices(self.num_envs)[2] == 1:
             lo, hi, _ = ids.indices(self.num_envs)
-            parts: list[Part] = []
-            for s in range(k):
-                first = lo + (s - lo) % k  # the shard's first env in [lo, hi)
-                count = len(range(first, hi, k))
-                if count:
-                    parts.append((s, slice(first - lo, hi - lo, k), slice(first // k, first // k + count),
-                                  slice(first, hi, k)))
+            parts = self._runs.get((lo, hi))
+            if parts is None:  # the same few runs come back every step: work each out once
+                parts = []
+                for s in range(k):
+                    first = lo + (s - lo) % k  # the shard's first env in [lo, hi)
+                    count = len(range(first, hi, k))
+                    if count:
+                        parts.append((s, slice(first - lo, hi - lo, k), slice(first // k, first // k + count),
+                                      slice(first, hi, k)))
+                self._runs[(lo, hi)] = parts
             return parts
         rows = self._rows[ids]
         shard = rows % k
