@@ -145,8 +145,12 @@ def test_a_forked_child_steps_on_threads_of_its_own():
 
     proc = ctx.Process(target=step_in_child)
     proc.start()
-    assert parent.poll(60), "the child hung"
-    got = parent.recv()
-    proc.join()
+    try:
+        assert parent.poll(60), "the child hung"
+        got = parent.recv()
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
     assert got == family.step(slice(None), actions)[0].tobytes()
     family.close()
