@@ -85,25 +85,49 @@ def test_threads_option_is_checked_and_one_thread_has_no_shards():
     family.close()
 
 
-def test_split_timer_keeps_the_faster_way_then_probes_again():
-    timer = SplitTimer(probe=3, hold=4)
+class _Clock:
+    """A clock the test moves."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _drive(timer: SplitTimer, clock: _Clock, calls: int, cost) -> list[bool]:
+    """`calls` calls; each one's stretch (to the next call) lasts `cost(split)` seconds."""
     seen = []
-    for _ in range(6):  # probing: alternates, unsplit first
-        split = timer.choose()
+    for _ in range(calls):
+        split = timer.choose(4)
         seen.append(split)
-        timer.record(0.5 if split else 2.0, 2)  # split is faster
-    assert seen == [False, True] * 3
-    for _ in range(4):
-        assert timer.choose() is True
-        timer.record(9.0, 2)  # held calls are not timed
-    seen = []
-    for _ in range(6):  # probing again; now unsplit is faster
-        split = timer.choose()
-        seen.append(split)
-        timer.record(3.0 if split else 1.0, 2)
-    assert seen == [False, True] * 3
-    assert timer.choose() is False
-    assert timer.choices == [3 + 3 + 1, 3 + 4 + 3]
+        clock.now += cost(split)
+    return seen
+
+
+def test_split_timer_keeps_the_faster_way_then_measures_again():
+    clock = _Clock()  # (times in binary fractions: exact)
+    timer = SplitTimer(window=1.0, windows=2, hold=100.0, idle=4.0, clock=clock)
+    # measuring: windows of 1 s, unsplit first (2 calls of 0.5 s), then split (4 of 0.25 s), ...
+    assert _drive(timer, clock, 12, lambda split: 0.25 if split else 0.5) == ([False] * 2 + [True] * 4) * 2
+    assert _drive(timer, clock, 100, lambda split: 0.5) == [True] * 100  # split kept for 100 s; not timed
+    clock.now = 200.0
+    # measuring again, now unsplit is faster; a stretch over `idle` (the caller's pause) is left out
+    costs = iter([0.25, 0.25, 0.25, 8.0, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25, 0.5, 0.5])
+    seen = _drive(timer, clock, 12, lambda split: next(costs))
+    assert seen == [False] * 4 + [True] * 2 + [False] * 4 + [True] * 2
+    assert timer.choose(4) is False
+    assert timer.choices == [4 + 8 + 1, 8 + 100 + 4]
+
+
+def test_split_timer_times_whole_stretches_not_calls():
+    """One thread's calls may be quick while it holds a core, then it waits its turn: what
+    counts is the time from call to call, waits included."""
+    clock = _Clock()
+    timer = SplitTimer(window=1.0, windows=1, hold=100.0, idle=4.0, clock=clock)
+    waits = iter([0.125, 0.125, 0.125, 2.0, 0.5, 0.5])  # unsplit: three quick calls, then a wait
+    assert _drive(timer, clock, 6, lambda split: next(waits)) == [False] * 4 + [True] * 2
+    assert timer.choose(4) is True  # unsplit: 2.375 s for 16 envs, split: 1 s for 8
 
 
 def test_shard_threads_run_fewer_parts_than_threads_and_refuse_more():

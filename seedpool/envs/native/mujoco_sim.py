@@ -21,7 +21,6 @@ Three ways to hold them, with the same face (`qpos`, `qvel` arrays with a row pe
 from __future__ import annotations
 
 import os
-import time
 import weakref
 from typing import Any, Callable, Union
 
@@ -169,15 +168,12 @@ class ShardedSim:
         for s, pos, local, _ in parts:
             self.shards[s].load(local, ctrl[pos])
             jobs.append((self.shards[s], local, nstep))
-        split = len(jobs) > 1 and (self.split if self.timer is None else self.timer.choose())
-        start = time.perf_counter()
+        split = len(jobs) > 1 and (self.split if self.timer is None else self.timer.choose(len(ctrl)))
         if split:
             self._helpers().run_parts(_advance, jobs)
         else:
             for job in jobs:
                 _advance(job)
-        if self.timer is not None and len(jobs) > 1:
-            self.timer.record(time.perf_counter() - start, len(ctrl))
         for s, _, local, env in parts:
             self._copy_out(s, local, env)
 

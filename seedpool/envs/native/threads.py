@@ -10,8 +10,8 @@ that splits by measuring (the MuJoCo families, mujoco_sim.py): threads or not, c
 from __future__ import annotations
 
 import os
-import statistics
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -139,39 +139,53 @@ def _serve(go: Any, done: Any, jobs: list, k: int, errors: list[BaseException]) 
 class SplitTimer:
     """`auto`'s choice between stepping a batch's shards on threads or all in the calling
     thread, by timing both where the pool runs: whether a helper thread pays depends on an
-    idle core, which other processes take and give back (on this shared 2-core machine a
-    split HalfCheetah step went from 1.2x to 0.85x one thread within a minute, docs/engine.md).
-    Both ways give the same results, so it may switch at any call.
+    idle core, which other processes take and give back. Both ways give the same results, so
+    it may switch at any call.
 
-    It alternates the two for `probe` calls each, keeps the one whose median time per env was
-    lower for `hold` calls, then probes again."""
+    What it times is the whole stretch from one call to the next, not the call alone: on a
+    loaded machine one thread's calls are fast while it holds a core and then it waits its
+    turn, and two threads get a larger share of the cores (the scheduler shares by thread).
+    The median call favoured one thread where two ran 1.6x as fast (measured); windows of
+    whole stretches do not. It alternates `windows` windows of `window` seconds each way,
+    keeps the way with the lower total time per env for `hold` seconds, then measures again.
+    A stretch over `idle` seconds is the caller's pause, not the pool's, and is left out."""
 
-    def __init__(self, probe: int = 8, hold: int = 1000):
-        self.probe, self.hold = probe, hold
-        self._times: tuple[list[float], list[float]] = ([], [])  # per env: unsplit, split
-        self._left = 0  # calls left on the kept choice
-        self._probing = True  # whether the last call was a probe (its time counts)
+    def __init__(self, window: float = 0.05, windows: int = 3, hold: float = 3.0, idle: float = 0.05,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.window, self.windows, self.hold, self.idle, self.clock = window, windows, hold, idle, clock
         self.split = False  # the choice of the last call
-        self.choices = [0, 0]  # calls that ran unsplit, split (what was chosen, for reports)
+        self.choices = [0, 0]  # calls that ran unsplit, split (for reports)
+        self._seconds = [0.0, 0.0]  # timed stretches per way: unsplit, split
+        self._envs = [0, 0]
+        self._hold_until = -1.0
+        self._window = -1  # the window being timed (-1: none, not measuring)
+        self._window_start = 0.0
+        self._last: tuple[float, int, bool] | None = None  # the last timed call: start, envs, split
 
-    def choose(self) -> bool:
-        """Whether the next call splits."""
-        self._probing = self._left == 0
-        if self._probing:  # alternate until both have `probe` times
-            self.split = len(self._times[1]) < len(self._times[0])
-        else:
-            self._left -= 1
+    def choose(self, envs: int) -> bool:
+        """Whether this call (of `envs` envs) splits; it times the stretch since the last one."""
+        now = self.clock()
+        if self._last is not None:
+            start, n, split = self._last
+            if now - start <= self.idle:
+                self._seconds[split] += now - start
+                self._envs[split] += n
+            self._last = None
+        if now >= self._hold_until:
+            if self._window < 0:  # start measuring: unsplit first
+                self._window, self._window_start = 0, now
+                self._seconds, self._envs = [0.0, 0.0], [0, 0]
+            elif now - self._window_start >= self.window:
+                self._window, self._window_start = self._window + 1, now
+            if self._window == 2 * self.windows:  # measured: keep the faster way
+                self._keep(now)
+            else:
+                self.split = self._window % 2 == 1
+                self._last = (now, envs, self.split)
         self.choices[self.split] += 1
         return self.split
 
-    def record(self, seconds: float, envs: int) -> None:
-        """The time the call just chosen took for `envs` envs."""
-        if not self._probing or envs == 0:
-            return
-        times = self._times[self.split]
-        times.append(seconds / envs)
-        if len(times) == self.probe and len(self._times[not self.split]) == self.probe:
-            self.split = statistics.median(self._times[1]) < statistics.median(self._times[0])
-            self._left = self.hold
-            self._times[0].clear()
-            self._times[1].clear()
+    def _keep(self, now: float) -> None:
+        unsplit, split = (self._seconds[k] / max(self._envs[k], 1) for k in (0, 1))
+        self.split = bool(self._envs[1]) and (not self._envs[0] or split < unsplit)
+        self._window, self._hold_until = -1, now + self.hold
