@@ -28,6 +28,9 @@ def _play(task: str, threads: int | None, num_envs: int, batch: int, steps: int)
     out: list[bytes] = []
     with seedpool.make(task, num_envs=num_envs, batch_size=batch, seed=7, threads=threads) as pool:
         assert pool.backend == "native"
+        sim = pool._exec.family.sim
+        if isinstance(sim, ShardedSim) and sim.timer is not None:  # auto: split and not, call after call
+            sim.timer = SplitTimer(window=0.0, windows=10**6)
         nu = pool.single_action_space.shape[0]
         pool.async_reset()
         for _ in range(steps):
@@ -35,7 +38,6 @@ def _play(task: str, threads: int | None, num_envs: int, batch: int, steps: int)
             out += [a.tobytes() for a in (obs, rew, term, trunc, info["env_id"], info["elapsed_step"])]
             ids = info["env_id"][rng.permutation(batch)]
             pool.send(rng.uniform(-1, 1, (batch, nu)).astype(np.float32), ids)
-        sim = pool._exec.family.sim
         choices = list(sim.timer.choices) if isinstance(sim, ShardedSim) and sim.timer is not None else []
     return out, choices
 
@@ -47,7 +49,7 @@ def test_split_steps_give_the_unsplit_results_byte_for_byte(task, steps):
     for threads in (2, 3):  # 3: shards of 3, 3 and 2 envs, parts of uneven size
         got, _ = _play(task, threads, num_envs=8, batch=4, steps=steps)
         assert got == want, f"threads={threads}"
-    got, choices = _play(task, None, num_envs=8, batch=4, steps=steps)  # auto: the timer alternates
+    got, choices = _play(task, None, num_envs=8, batch=4, steps=steps)  # auto
     assert got == want
     if choices:  # more than one usable core: both ways ran
         assert min(choices) > 0
@@ -110,14 +112,14 @@ def test_split_timer_keeps_the_faster_way_then_measures_again():
     timer = SplitTimer(window=1.0, windows=2, hold=100.0, idle=4.0, clock=clock)
     # measuring: windows of 1 s, unsplit first (2 calls of 0.5 s), then split (4 of 0.25 s), ...
     assert _drive(timer, clock, 12, lambda split: 0.25 if split else 0.5) == ([False] * 2 + [True] * 4) * 2
-    assert _drive(timer, clock, 100, lambda split: 0.5) == [True] * 100  # split kept for 100 s; not timed
-    clock.now = 200.0
-    # measuring again, now unsplit is faster; a stretch over `idle` (the caller's pause) is left out
-    costs = iter([0.25, 0.25, 0.25, 8.0, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25, 0.5, 0.5])
-    seen = _drive(timer, clock, 12, lambda split: next(costs))
+    assert _drive(timer, clock, 100, lambda split: 0.5) == [True] * 100  # split kept; not timed
+    clock.now += 1000.0  # a pause: the hold runs on the pool's time, 100 s of stepping
+    assert _drive(timer, clock, 101, lambda split: 0.5) == [True] * 101
+    # measuring again, now unsplit is faster
+    seen = _drive(timer, clock, 12, lambda split: 0.5 if split else 0.25)
     assert seen == [False] * 4 + [True] * 2 + [False] * 4 + [True] * 2
     assert timer.choose(4) is False
-    assert timer.choices == [4 + 8 + 1, 8 + 100 + 4]
+    assert timer.choices == [4 + 8 + 1, 8 + 100 + 101 + 4]
 
 
 def test_split_timer_times_whole_stretches_not_calls():

@@ -142,25 +142,27 @@ class SplitTimer:
     idle core, which other processes take and give back. Both ways give the same results, so
     it may switch at any call.
 
-    What it times is the whole stretch from one call to the next, not the call alone: on a
-    loaded machine one thread's calls are fast while it holds a core and then it waits its
-    turn, and two threads get a larger share of the cores (the scheduler shares by thread).
-    The median call favoured one thread where two ran 1.6x as fast (measured); windows of
-    whole stretches do not. It alternates `windows` windows of `window` seconds each way,
-    keeps the way with the lower total time per env for `hold` seconds, then measures again.
-    A stretch over `idle` seconds is the caller's pause, not the pool's, and is left out."""
+    What it times is the whole stretch from one call to the next, not the call alone, in
+    windows long enough to hold the scheduler's turns: on a loaded machine one thread's calls
+    are quick while it holds a core, and then it waits. Measured on this shared 2-core machine
+    (docs/engine.md), the median call, and windows of 50 ms, favoured one thread where two ran
+    1.3-2x as fast; windows of 250 ms agreed with the steady rates. It alternates `windows`
+    windows of `window` seconds each way, keeps the way with the lower time per env for `hold`
+    seconds, then measures again. Its clock is the pool's: a stretch over `idle` seconds is
+    the caller's pause, and counts for nothing."""
 
-    def __init__(self, window: float = 0.05, windows: int = 3, hold: float = 3.0, idle: float = 0.05,
+    def __init__(self, window: float = 0.25, windows: int = 2, hold: float = 20.0, idle: float = 0.05,
                  clock: Callable[[], float] = time.perf_counter):
         self.window, self.windows, self.hold, self.idle, self.clock = window, windows, hold, idle, clock
         self.split = False  # the choice of the last call
         self.choices = [0, 0]  # calls that ran unsplit, split (for reports)
         self._seconds = [0.0, 0.0]  # timed stretches per way: unsplit, split
         self._envs = [0, 0]
-        self._hold_until = -1.0
+        self._active = 0.0  # seconds of stepping so far, pauses left out
+        self._hold_until = 0.0  # in active seconds
         self._window = -1  # the window being timed (-1: none, not measuring)
         self._window_start = 0.0
-        self._last: tuple[float, int, bool] | None = None  # the last timed call: start, envs, split
+        self._last: tuple[float, int, bool] | None = None  # the last call: start, envs, split
 
     def choose(self, envs: int) -> bool:
         """Whether this call (of `envs` envs) splits; it times the stretch since the last one."""
@@ -168,24 +170,26 @@ class SplitTimer:
         if self._last is not None:
             start, n, split = self._last
             if now - start <= self.idle:
-                self._seconds[split] += now - start
-                self._envs[split] += n
-            self._last = None
-        if now >= self._hold_until:
+                self._active += now - start
+                if self._window >= 0:
+                    self._seconds[split] += now - start
+                    self._envs[split] += n
+        if self._active >= self._hold_until:
             if self._window < 0:  # start measuring: unsplit first
-                self._window, self._window_start = 0, now
+                self._window, self._window_start = 0, self._active
                 self._seconds, self._envs = [0.0, 0.0], [0, 0]
-            elif now - self._window_start >= self.window:
-                self._window, self._window_start = self._window + 1, now
-            if self._window == 2 * self.windows:  # measured: keep the faster way
-                self._keep(now)
+            elif self._active - self._window_start >= self.window:
+                self._window, self._window_start = self._window + 1, self._active
+            if self._window == 2 * self.windows:
+                self._keep()
             else:
                 self.split = self._window % 2 == 1
-                self._last = (now, envs, self.split)
+        self._last = (now, envs, self.split)
         self.choices[self.split] += 1
         return self.split
 
-    def _keep(self, now: float) -> None:
+    def _keep(self) -> None:
+        """Measured: keep the faster way for `hold` seconds."""
         unsplit, split = (self._seconds[k] / max(self._envs[k], 1) for k in (0, 1))
         self.split = bool(self._envs[1]) and (not self._envs[0] or split < unsplit)
-        self._window, self._hold_until = -1, now + self.hold
+        self._window, self._hold_until = -1, self._active + self.hold
