@@ -107,7 +107,7 @@ def _drive(timer: SplitTimer, clock: _Clock, calls: int, cost) -> list[bool]:
     return seen
 
 
-def test_split_timer_keeps_the_faster_way_then_measures_again():
+def test_split_timer_keeps_its_choice_then_measures_again():
     clock = _Clock()  # (times in binary fractions: exact)
     timer = SplitTimer(window=1.0, windows=2, hold=100.0, idle=4.0, clock=clock)
     # measuring: windows of 1 s, unsplit first (2 calls of 0.5 s), then split (4 of 0.25 s), ...
@@ -130,6 +130,14 @@ def test_split_timer_times_whole_stretches_not_calls():
     waits = iter([0.125, 0.125, 0.125, 2.0, 0.5, 0.5])  # unsplit: three quick calls, then a wait
     assert _drive(timer, clock, 6, lambda split: next(waits)) == [False] * 4 + [True] * 2
     assert timer.choose(4) is True  # unsplit: 2.375 s for 16 envs, split: 1 s for 8
+
+
+def test_split_timer_keeps_splitting_unless_one_thread_wins_by_the_margin():
+    for unsplit_cost, want in ((0.4375, True), (0.375, False)):  # split: 0.5 s a call
+        clock = _Clock()
+        timer = SplitTimer(window=1.0, windows=1, hold=100.0, margin=0.2, idle=4.0, clock=clock)
+        seen = _drive(timer, clock, 10, lambda split: 0.5 if split else unsplit_cost)
+        assert seen[-4:] == [want] * 4  # measured after 2 s, then kept
 
 
 def test_shard_threads_run_fewer_parts_than_threads_and_refuse_more():

@@ -145,15 +145,22 @@ class SplitTimer:
     What it times is the whole stretch from one call to the next, not the call alone, in
     windows long enough to hold the scheduler's turns: on a loaded machine one thread's calls
     are quick while it holds a core, and then it waits. Measured on this shared 2-core machine
-    (docs/engine.md), the median call, and windows of 50 ms, favoured one thread where two ran
-    1.3-2x as fast; windows of 250 ms agreed with the steady rates. It alternates `windows`
-    windows of `window` seconds each way, keeps the way with the lower time per env for `hold`
-    seconds, then measures again. Its clock is the pool's: a stretch over `idle` seconds is
-    the caller's pause, and counts for nothing."""
+    (docs/engine.md), the median call favoured one thread where two ran 1.6-2x as fast. Even
+    whole windows favour one thread there: the calling thread sleeps through part of each
+    split window, and the scheduler pays that back in the next unsplit one (one-thread
+    windows measured 53 us per env step between split ones, 60-125 us when one thread ran
+    on its own, two threads 55). So it splits unless one thread measured faster by more than
+    `margin` (a fraction), which still catches a helper that finds no core (another process's
+    threads spinning on it) or a batch too small to share.
 
-    def __init__(self, window: float = 0.25, windows: int = 2, hold: float = 20.0, idle: float = 0.05,
-                 clock: Callable[[], float] = time.perf_counter):
-        self.window, self.windows, self.hold, self.idle, self.clock = window, windows, hold, idle, clock
+    It alternates `windows` windows of `window` seconds each way, keeps its choice for `hold`
+    seconds, then measures again. Its clock is the pool's: a stretch over `idle` seconds is
+    the caller's pause and counts for nothing."""
+
+    def __init__(self, window: float = 0.25, windows: int = 2, hold: float = 20.0, margin: float = 0.2,
+                 idle: float = 0.05, clock: Callable[[], float] = time.perf_counter):
+        self.window, self.windows, self.hold, self.margin = window, windows, hold, margin
+        self.idle, self.clock = idle, clock
         self.split = False  # the choice of the last call
         self.choices = [0, 0]  # calls that ran unsplit, split (for reports)
         self._seconds = [0.0, 0.0]  # timed stretches per way: unsplit, split
@@ -189,7 +196,7 @@ class SplitTimer:
         return self.split
 
     def _keep(self) -> None:
-        """Measured: keep the faster way for `hold` seconds."""
+        """Measured: split unless one thread was faster by more than `margin`, for `hold` seconds."""
         unsplit, split = (self._seconds[k] / max(self._envs[k], 1) for k in (0, 1))
-        self.split = bool(self._envs[1]) and (not self._envs[0] or split < unsplit)
+        self.split = not (self._envs[0] and self._envs[1] and unsplit < (1 - self.margin) * split)
         self._window, self._hold_until = -1, self._active + self.hold
