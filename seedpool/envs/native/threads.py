@@ -148,8 +148,8 @@ class SplitTimer:
     (docs/engine.md), the median call favoured one thread where two ran 1.6-2x as fast. Even
     whole windows favour one thread there: the calling thread sleeps through part of each
     split window, and the scheduler pays that back in the next unsplit one (one-thread
-    windows measured 53 us per env step between split ones, 60-125 us when one thread ran
-    on its own, two threads 55). So it splits unless one thread measured faster by more than
+    windows measured 53-57 us per env step between split ones, 63-155 us when one thread ran
+    on its own, two threads 51-68). So it splits unless one thread measured faster by more than
     `margin` (a fraction), which still catches a helper that finds no core (another process's
     threads spinning on it) or a batch too small to share.
 
