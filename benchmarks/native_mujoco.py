@@ -8,7 +8,9 @@ Python-env path; writes `benchmarks/results/native_mujoco.md`.
 HalfCheetah-v5 and Ant-v5, 8 envs sync and 16 envs / batch 8 async (issue 18's shape). Every
 case of a group is alive at once and timed in interleaved windows (seedpool.bench's harness),
 so the ratios compare engines under the same load. `seedpool_native` is the native family
-(the default for these ids; `_t2`: its batch stepped on 2 threads), `seedpool_python` the
+as `make` builds it by default (`threads=None`: the batch split over one thread per core or
+not, call by call, by which measured faster; `_t1`: one thread; `_t2`: always split over 2
+threads), `seedpool_python` the
 same id with `native=False` (gymnasium's envs, backend "auto"). gymnasium's AsyncVectorEnv
 has no batch mode: `gym_async` steps 8 envs in 8 processes. EnvPool runs its own C++ tasks
 of the same names, with one thread per core.
@@ -74,7 +76,7 @@ def seedpool_case(task: str, batch: int, native: bool, asynchronous: bool, suffi
     return Case(name, setup, num_envs, threaded=native)
 
 
-def group(task: str, threads: bool) -> Group:
+def group(task: str) -> Group:
     """Every engine on `task` at N: sync, and async with 2N envs and batch N."""
     make_env = functools.partial(gym.make, task)
     cases = [
@@ -87,9 +89,9 @@ def group(task: str, threads: bool) -> Group:
         seedpool_case(task, N, native=True, asynchronous=False),
         seedpool_case(task, N, native=True, asynchronous=True),
     ]
-    if threads:
-        cases += [seedpool_case(task, N, native=True, asynchronous=False, suffix="_t2", threads=2),
-                  seedpool_case(task, N, native=True, asynchronous=True, suffix="_t2", threads=2)]
+    for threads in (1, 2):
+        cases += [seedpool_case(task, N, native=True, asynchronous=False, suffix=f"_t{threads}", threads=threads),
+                  seedpool_case(task, N, native=True, asynchronous=True, suffix=f"_t{threads}", threads=threads)]
     return Group(f"{task.split('-')[0].lower()}-{N}", f"{task}, N={N}", cases,
                  baselines=("envpool_sync", "gym_async"))
 
@@ -110,8 +112,8 @@ def _in_process_engines(task: str) -> dict[str, Any]:
     except ImportError:
         pass
     engines["seedpool_native"] = seedpool.make(task, num_envs=N, seed=0)
-    if task != "Ant-v5":
-        engines["seedpool_native_t2"] = seedpool.make(task, num_envs=N, seed=0, threads=2)
+    for threads in (1, 2):
+        engines[f"seedpool_native_t{threads}"] = seedpool.make(task, num_envs=N, seed=0, threads=threads)
     return engines
 
 
@@ -149,6 +151,41 @@ def cpu_table(task: str, rounds: int, steps: int = 100) -> list[str]:
     return lines + [""]
 
 
+def physics_table(task: str, rounds: int, calls: int = 200) -> list[str]:
+    """The physics of a step of N envs alone, in this process: one `mujoco.batch.Batch` on one
+    thread and on its own pool of 2, and the engine's split (two Batches, the caller and a
+    helper thread: `ShardedSim`). Rounds alternate over the three, built side by side."""
+    from mujoco.batch import Batch
+
+    from seedpool.envs.native.mujoco_sim import BatchSim, ShardedSim
+
+    ref = gym.make(task).unwrapped
+    model, nstep = ref.model, ref.frame_skip
+    one, pool2 = Batch(model, N, nthread=1), Batch(model, N, nthread=2)
+    split = ShardedSim(lambda n: BatchSim(model, n), N, 2, split=True)
+    ctrl = np.zeros((N, model.nu))
+    runs = {"Batch, nthread=1": lambda: one.step(None, nstep=nstep),
+            "Batch, nthread=2 (MuJoCo's pool)": lambda: pool2.step(None, nstep=nstep),
+            "2 Batches, caller + helper thread (ShardedSim)": lambda: split.step(slice(None), ctrl, nstep)}
+    got: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    try:
+        for _ in range(rounds):
+            for name, run in runs.items():
+                c0, t0 = time.process_time(), time.perf_counter()
+                for _ in range(calls):
+                    run()
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                got[name].append((1e6 * cpu / (calls * N), 1e6 * wall / (calls * N)))
+    finally:
+        split.close()
+    lines = [f"## {task}, N={N}: physics alone (median of {rounds} alternating rounds of {calls} calls)", "",
+             "| physics | CPU µs / env step | wall µs / env step |", "| --- | ---: | ---: |"]
+    for name, runs_ in got.items():
+        lines.append(f"| {name} | {statistics.median(c for c, _ in runs_):.1f} | "
+                     f"{statistics.median(w for _, w in runs_):.1f} |")
+    return lines + [""]
+
+
 def main(argv: list[str]) -> int:
     """Run the groups and write the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -164,10 +201,11 @@ def main(argv: list[str]) -> int:
     out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
     tasks = [t for t in args.tasks.split(",") if t]
     load_before = os.getloadavg()
-    # Ant's family steps one MjData per env (see seedpool/envs/native/mujoco_sim.py): no threads.
-    groups = [group(t, threads=t != "Ant-v5") for t in tasks]
+    groups = [group(t) for t in tasks]
     measured = [(g, run_group(g, timing)) for g in groups]
     cpu = [line for t in tasks for line in cpu_table(t, rounds=1 if args.quick else 2 * args.repeats + 1)]
+    if "HalfCheetah-v5" in tasks:
+        cpu += physics_table("HalfCheetah-v5", rounds=1 if args.quick else 2 * args.repeats + 1)
     leaked = reap_leftovers()
     load_after = os.getloadavg()
     info = machine_info()
@@ -176,9 +214,10 @@ def main(argv: list[str]) -> int:
         "**Load:** the machine's 2 cores are shared with other jobs unless the note below says otherwise "
         "(see the load averages above): absolute figures are low and noisy; read the ratios, which come "
         "from windows interleaved in one run.",
-        "seedpool_native: HalfCheetah's envs are rows of one `mujoco.batch.Batch` stepped in C; Ant's are "
-        "one MjData each, stepped in a Python loop (its observation needs `mj_rnePostConstraint` after "
-        "the step); observations, rewards and terminations in NumPy over the batch.",
+        "seedpool_native: HalfCheetah's envs are rows of `mujoco.batch.Batch` (one per thread) stepped in C; "
+        "Ant's are one MjData each, stepped in a Python loop (its observation needs `mj_rnePostConstraint` "
+        "after the step); observations, rewards and terminations in NumPy over the batch. With 2 threads, "
+        "env i is stepped by thread i % 2 (the caller and a persistent helper; MuJoCo's calls release the GIL).",
         "EnvPool's tasks are its own C++ implementations with its own MuJoCo build.",
     ]
     if args.note:

@@ -96,6 +96,12 @@ class NativeEnv:
         each with one row per env. Truncation at the time limit is the engine's."""
         raise NotImplementedError
 
+    def own_threads(self) -> tuple[int, str] | None:
+        """The threads the family splits its own `step` over, and why (what `pool.num_workers`
+        and `pool.layout_reason` report); None (the default): it has no split of its own, and
+        the engine's (`split_from`) applies."""
+        return None
+
     def can_fuse(self) -> bool:
         """Whether `step_autoreset` can step the family now (the default: never)."""
         return False

@@ -56,7 +56,9 @@ class NativeExecutor:
                          MODES[autoreset])
         self._final_obs = buffers.final_obs if buffers.final_obs is not None else buffers.obs[:0]
         # Threads that step shards of a batch at once (cfg.num_workers, chosen by native_config).
-        self._threads = ShardThreads(cfg.num_workers) if cfg.num_workers > 1 else None
+        # (A family that splits its step itself, `own_threads`, needs none of them.)
+        self._threads = ShardThreads(cfg.num_workers) if cfg.num_workers > 1 and self.family.own_threads() is None \
+            else None
 
     # -- the Executor interface -----------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:

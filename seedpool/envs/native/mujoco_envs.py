@@ -23,14 +23,16 @@ from gymnasium.envs.mujoco.hopper_v5 import HopperEnv
 from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 
 from seedpool.envs.native.base import NativeEnv, Rows
-from seedpool.envs.native.mujoco_sim import BatchSim, SerialSim
+from seedpool.envs.native.mujoco_sim import BatchSim, SerialSim, ShardedSim
 
 
 class MujocoFamily(NativeEnv):
     """A gymnasium `MujocoEnv` task, `num_envs` at once (subclasses say which, and how it rewards).
 
-    `threads`: the threads a step of the batch runs on (MuJoCo's own, in C, without the GIL);
-    None: one per usable core, at most one per env.
+    `threads`: the threads a step of the batch runs on (`ShardedSim`: env i on thread i % k,
+    MuJoCo's calls without the GIL). None (the default): one per usable core, at most one per
+    env, each call split over them or not by which measured faster where the pool runs
+    (`SplitTimer`); 1: the calling thread alone; k > 1: always k. The results are the same.
     """
 
     reference_class: type[gym.Env]
@@ -40,8 +42,10 @@ class MujocoFamily(NativeEnv):
     pure_step = False
     normal_qvel_noise = False  # reset qvel noise: scale * standard normal (else uniform, as qpos)
 
-    def __init__(self, num_envs: int, threads: int | None = 1):
+    def __init__(self, num_envs: int, threads: int | None = None):
         super().__init__(num_envs)
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive int (or None: chosen by measuring), got {threads!r}")
         ref = self.reference_class()
         self.single_observation_space = ref.observation_space
         self.single_action_space = ref.action_space
@@ -51,22 +55,41 @@ class MujocoFamily(NativeEnv):
         self.frame_skip = ref.frame_skip
         self.dt = ref.dt
         self.init_qpos, self.init_qvel = ref.init_qpos, ref.init_qvel
-        if threads is None:
-            from seedpool.envs.make import usable_cores  # make imports this package's registry
-
-            threads = min(num_envs, usable_cores())
-        if threads < 1:
-            raise ValueError(f"threads must be a positive number of threads (or None), got {threads}")
-        self.threads = threads
-        self.sim = self._make_sim()
+        self.sim, self._threads_reason = self._make_sim(threads)
+        self.threads = self.sim.k if isinstance(self.sim, ShardedSim) else 1
 
     def state_names(self) -> frozenset[str]:
         """As NativeEnv's, plus `data`: the single env's MjData is its state, but one object whose
         repr does not change as it steps, so the base's comparison of reprs does not see it."""
         return super().state_names() | {"data"}
 
-    def _make_sim(self) -> BatchSim | SerialSim:
-        return BatchSim(self.model, self.num_envs, self.threads)
+    def _make_sim(self, threads: int | None) -> tuple[BatchSim | SerialSim | ShardedSim, str]:
+        """One sim (`_one_sim`) for one thread, else a `ShardedSim` of them; and why."""
+        if threads is None:
+            from seedpool.envs.make import usable_cores  # make imports this package's registry
+
+            cores = usable_cores()
+            if min(cores, self.num_envs) < 2:
+                return self._one_sim(self.num_envs), f"one thread: {min(cores, self.num_envs)} usable core(s) or env(s)"
+            shards = min(cores, self.num_envs)
+            return (ShardedSim(self._one_sim, self.num_envs, shards, split=None),
+                    f"{shards} threads (env i on thread i % {shards}) or one: each call as measured faster")
+        if min(threads, self.num_envs) < 2:
+            return self._one_sim(self.num_envs), "one thread (threads=1)"
+        shards = min(threads, self.num_envs)
+        return ShardedSim(self._one_sim, self.num_envs, shards, split=True), f"{shards} threads (threads={threads})"
+
+    def own_threads(self) -> tuple[int, str]:
+        """The threads of the sim (one per shard), and why."""
+        return self.threads, self._threads_reason
+
+    def _one_sim(self, num_envs: int) -> BatchSim | SerialSim:
+        return BatchSim(self.model, num_envs)
+
+    def close(self) -> None:
+        """Stop the sim's helper threads, if it has any."""
+        if isinstance(self.sim, ShardedSim):
+            self.sim.close()
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
         """gymnasium's `reset_model`: noise on the initial state from each env's generator."""
@@ -162,20 +185,13 @@ class Walker2d(_Hopping):
 
 class Ant(MujocoFamily):
     """Ant-v5: the observation ends with the clipped external contact forces of every body
-    but the world; the reward charges them too. Stepped by `SerialSim` (see mujoco_sim.py),
-    on one thread."""
+    but the world; the reward charges them too. Stepped by `SerialSim` (see mujoco_sim.py)."""
 
     reference_class = AntEnv
     normal_qvel_noise = True
 
-    def __init__(self, num_envs: int, threads: int | None = 1):
-        if threads not in (None, 1):
-            raise ValueError(f"Ant-v5's native family steps its envs one after another (its contact forces "
-                             f"need mj_rnePostConstraint after each step): threads={threads} does not apply")
-        super().__init__(num_envs, threads=1)
-
-    def _make_sim(self) -> SerialSim:
-        return SerialSim(self.model, self.num_envs)
+    def _one_sim(self, num_envs: int) -> SerialSim:
+        return SerialSim(self.model, num_envs)
 
     def _position(self, ids: Rows) -> np.ndarray:
         """The main body's x and y (gymnasium's `data.body(main_body).xpos[:2]`)."""
