@@ -51,6 +51,11 @@ class RunConfig:
     """Seconds between progress log lines (when not drawing a live bar)."""
     tensorboard: bool = True
     """Also write TensorBoard event files next to metrics.csv."""
+    metrics_every: int = 100
+    """Env steps between logged updates (their losses, SPS and times; the last update is always
+    logged, episodes always are; 0: every update). Off-policy learners update every env step:
+    a row per update would cost more time than the update (TensorBoard's writer) and fill a
+    1M-step run's metrics.csv with tens of millions of rows."""
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
