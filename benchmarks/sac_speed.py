@@ -88,7 +88,7 @@ def run_seedpool(total: int, learning_starts: int, seed: int, precision: str) ->
 
     cfg = sac_defaults(ENV)
     cfg = dataclasses.replace(cfg, total_timesteps=total, seed=seed, runs_dir=Path(tempfile.mkdtemp()),
-                              progress="off", tensorboard=False, checkpoint_every_s=1e9, backend="serial",
+                              progress="off", checkpoint_every_s=1e9, backend="serial",
                               precision=precision, torch_threads=1,
                               sac=dataclasses.replace(cfg.sac, learning_starts=learning_starts, q_lr=LR, policy_lr=LR,
                                                       policy_frequency=1, buffer_size=max(total, 10_000)))
