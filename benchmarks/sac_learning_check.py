@@ -87,10 +87,12 @@ def report(curves: dict[str, tuple[list[float], float]], args, loads: dict[str, 
     for i in range(episodes):
         cells = [f"{curves[n][0][i]:.0f}" if i < len(curves[n][0]) else "" for n in names]
         lines.append(f"| {i + 1} | " + " | ".join(cells) + " |")
-    lines += ["", "| run | mean of the last 5 episodes | best episode | training seconds | steps/s |", "|---|---:|---:|---:|---:|"]
+    common = min(len(r) for r, _ in curves.values())  # the last episodes every run reached
+    lines += ["", f"| run | mean of episodes {common - 4}-{common} | best episode | training seconds | steps/s |",
+              "|---|---:|---:|---:|---:|"]
     for n in names:
         r, s = curves[n]
-        lines.append(f"| {n} | {np.mean(r[-5:]):.0f} | {max(r):.0f} | {s:.0f} | {args.steps / s:.1f} |")
+        lines.append(f"| {n} | {np.mean(r[common - 5:common]):.0f} | {max(r):.0f} | {s:.0f} | {args.steps / s:.1f} |")
     return "\n".join(lines) + "\n"
 
 
