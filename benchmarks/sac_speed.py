@@ -151,6 +151,20 @@ def _auto_precisions() -> tuple[str, str]:
     return resolve_precision("auto", "cpu", agent, rows=256), resolve_precision("auto", "cpu", agent, rows=1)
 
 
+def round_ratios(results: list[Result], libs: list[str]) -> list[str]:
+    """Each seedpool row's steps/s over each other library's in the same round (runs close in time
+    see similar load), and the median of those ratios."""
+    rounds = [results[i:i + len(libs)] for i in range(0, len(results), len(libs))]
+    lines = []
+    for mine in (lib for lib in libs if lib.startswith("seedpool")):
+        for other in (lib for lib in libs if not lib.startswith("seedpool")):
+            ratios = [by[mine].sps / by[other].sps for by in ({r.lib: r for r in rnd} for rnd in rounds)
+                      if mine in by and other in by]
+            lines.append(f"- {mine} / {other}, per round: " + ", ".join(f"{x:.2f}" for x in ratios)
+                         + f"; median **{statistics.median(ratios):.2f}x**")
+    return ["Ratios within each round (the load drifts less within a round than across rounds):", *lines]
+
+
 def report(results: list[Result], args, libs: list[str]) -> str:
     import stable_baselines3
 
@@ -176,6 +190,7 @@ def report(results: list[Result], args, libs: list[str]) -> str:
     for lib, v in med.items():
         vs = [f"{v / med[o]:.2f}x" if o in med else "-" for o in ("sb3", "cleanrl")]
         lines.append(f"| {lib} | {v:.1f} | {vs[0]} | {vs[1]} |")
+    lines += ["", *round_ratios(results, libs)]
     if "cleanrl" in libs:
         lines += ["", "CleanRL 1.2.0's `sac_continuous_action.py` was run with these edits (gym 0.23 -> gymnasium 1.x):"]
         lines += [f"- {what}" for what, _, _ in CLEANRL_EDITS]
