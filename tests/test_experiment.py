@@ -15,7 +15,7 @@ from seedpool.experiment import (
 from seedpool.experiment.metrics import MetricsWriter, read_metrics, series
 from seedpool.experiment.plot import plot_runs, smooth
 from seedpool.experiment.progress import ProgressDisplay
-from seedpool.experiment.run import RunResult, new_run_dir
+from seedpool.experiment.run import Run, RunResult, new_run_dir
 from seedpool.experiment.summary import summary_text
 
 
@@ -85,6 +85,16 @@ def test_metrics_append_and_resume_drops_rows_after_the_checkpoint(tmp_path):
     m.close()
     assert list(read_metrics(tmp_path / "metrics.csv")) == [
         (100, 1.0, "charts/SPS", 100.0), (200, 2.0, "charts/SPS", 200.0), (300, 3.5, "charts/SPS", 999.0)]
+
+
+def test_updates_are_logged_every_metrics_every_env_steps_and_the_last_one_always(tmp_path):
+    cfg = RunConfig(runs_dir=tmp_path, progress="off", tensorboard=False, metrics_every=100)
+    with Run.open(cfg, "sac", cfg) as run:
+        for step in range(1, 251):
+            run.end_update(step, {"losses/x": float(step)})
+    rows = [(step, value) for step, _, name, value in read_metrics(run.dir / "metrics.csv") if name == "losses/x"]
+    assert rows == [(1, 1.0), (101, 101.0), (201, 201.0), (250, 250.0)]
+    assert run.updates == 250
 
 
 def test_progress_prints_log_lines_when_not_on_a_terminal():

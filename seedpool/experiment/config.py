@@ -35,8 +35,9 @@ class RunConfig:
     """Torch device for the policy and the update: "cpu", "cuda", "cuda:1", or "auto" (cuda if present)."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     """Arithmetic of the forward passes (acting and learning): "bf16" autocast where the hardware
-    computes bfloat16 natively (an error elsewhere), "fp32", or "auto": bf16 for a convolutional
-    network on such hardware, fp32 otherwise. Weights, optimizer state and losses stay fp32."""
+    computes bfloat16 natively (an error elsewhere), "fp32", or "auto": bf16 on such hardware for
+    a convolutional network, or an MLP with 256-wide layers learning from 256-row minibatches
+    (SAC, TD3), fp32 otherwise. Weights, optimizer state and losses stay fp32."""
     torch_threads: int = 1
     """Torch CPU threads (1 leaves the other cores to env workers); 0 keeps torch's default."""
     runs_dir: Path = Path("runs")
@@ -51,6 +52,11 @@ class RunConfig:
     """Seconds between progress log lines (when not drawing a live bar)."""
     tensorboard: bool = True
     """Also write TensorBoard event files next to metrics.csv."""
+    metrics_every: int = 100
+    """Env steps between logged updates (their losses, SPS and times; the last update is always
+    logged, episodes always are; 0: every update). Off-policy learners update every env step:
+    a row per update would cost more time than the update (TensorBoard's writer) and fill a
+    1M-step run's metrics.csv with tens of millions of rows."""
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:

@@ -104,6 +104,8 @@ class Run:
         self.timer.load_state_dict(counters.get("phase_s", {}))
         self._share_sums: dict[str, float] = {}  # time/share_* metrics summed over updates
         self._share_updates = 0
+        self._logged_step: int | None = None  # env step of the last update written to the metrics
+        self._unlogged: tuple[int, float, dict[str, float]] | None = None  # the last update, if not written
         self.stop_requested = False
         self._start_step = self.step
         self._start = time.monotonic()
@@ -143,6 +145,8 @@ class Run:
             signal.signal(signal.SIGINT, self._old_sigint)
             self._old_sigint = None
         self.progress.close()
+        if self._unlogged is not None:
+            self.metrics.write(*self._unlogged)
         self.metrics.close()
         if exc_type is not None and self.created and self.updates == 0:
             # Failed before learning anything: leave no half-written run folder behind.
@@ -196,16 +200,22 @@ class Run:
             self.metrics.write(ep.step, t, scalars)
 
     def end_update(self, step: int, scalars: dict[str, float]) -> None:
-        """Close an update at env step ``step``: log its scalars, SPS and time, draw progress."""
+        """Close an update at env step ``step``: log its scalars, SPS and time (every
+        ``metrics_every`` env steps, and the last update at the end), draw progress."""
         self.step = step
         self.updates += 1
-        extra = {"charts/SPS": self.sps, **{f"time/{k}": v for k, v in self.timer.seconds.items()}}
         shares = {k: v for k, v in scalars.items() if k.startswith("time/share_")}
         if shares:
             self._share_updates += 1
             for k, v in shares.items():
                 self._share_sums[k] = self._share_sums.get(k, 0.0) + v
-        self.metrics.write(step, self.time_s, {**scalars, **extra})
+        row = (step, self.time_s, {**scalars, "charts/SPS": self.sps,
+                                   **{f"time/{k}": v for k, v in self.timer.seconds.items()}})
+        if self._logged_step is None or step - self._logged_step >= self.cfg.metrics_every:
+            self.metrics.write(*row)
+            self._logged_step, self._unlogged = step, None
+        else:
+            self._unlogged = row
         self.progress.update(step, self.sps, self.recent_return)
 
     def checkpoint_due(self) -> bool:

@@ -164,12 +164,14 @@ class TwinQ(nn.Module):
         """Q-values ``[num_critics, B]`` (float32)."""
         x = torch.cat([obs.flatten(1).float(), action.float()], dim=-1)
         x = x.unsqueeze(0).expand(self.num_critics, *x.shape)
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            x = torch.baddbmm(b, x, w)
-            if i < last:
-                x = self.activation(x)
-        return x.squeeze(-1).float()
+        for w, b in zip(self.weights[:-1], self.biases[:-1]):
+            x = self.activation(torch.baddbmm(b, x, w))
+        # The output layer in float32 even under bf16 autocast: Q-values reach the hundreds,
+        # where bf16's 8-bit mantissa would round them (and the TD errors) by whole units. A
+        # product with one output column is a dot product per row: multiply and sum is cheaper
+        # than a matrix product (and its backward than the outer product bmm's would take).
+        with torch.autocast(x.device.type, enabled=False):
+            return (x.float() * self.weights[-1].transpose(1, 2)).sum(-1) + self.biases[-1].squeeze(-1)
 
 
 class ContinuousAgent(nn.Module):

@@ -4,11 +4,13 @@ bf16 autocast keeps float32 master weights, optimizer state, losses and returns
 (`seedpool.algos.gradient`; :func:`autocast` here is the context acting and learning share); only the network's matrix products and convolutions run in
 bfloat16. It pays where the hardware computes bf16 natively (CPUs with AVX512-BF16 or
 AMX, CUDA devices that report bf16 support) and for networks whose time is in those
-products: convolutional torsos. Small MLPs are limited by per-operation overhead, which
-autocast's casts only add to. So ``auto`` picks bf16 for a convolutional network on
-bf16 hardware and fp32 everywhere else; ``benchmarks/precision.py`` measures both on the
-machine it runs on. Asking for bf16 on hardware without it is an error, not a silent
-emulation (which is slower than fp32).
+products: convolutional torsos, and MLPs with layers at least `WIDE` units wide in and out
+fed at least `WIDE` rows at a time (SAC's and TD3's 256-256 networks on 256-row
+minibatches: `benchmarks/sac_speed.py`). Small MLPs and small batches (acting one env at a
+time) are limited by per-operation overhead, which autocast's casts only add to. So
+``auto`` picks bf16 for those two kinds of work on bf16 hardware and fp32 everywhere
+else; ``benchmarks/precision.py`` measures both on the machine it runs on. Asking for
+bf16 on hardware without it is an error, not a silent emulation (which is slower than fp32).
 """
 from __future__ import annotations
 
@@ -55,8 +57,22 @@ def is_convolutional(model: nn.Module) -> bool:
     return any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
 
 
-def resolve_precision(requested: str, device: str | torch.device, model: nn.Module) -> Precision:
-    """The precision a run uses: ``requested`` checked against the hardware, ``auto`` decided."""
+WIDE = 256
+"""Layer width and batch rows from which an MLP's products pay for bf16's casts."""
+
+
+def has_wide_layer(model: nn.Module, width: int = WIDE) -> bool:
+    """True if some weight maps at least ``width`` inputs to at least ``width`` outputs (a product
+    big enough for bf16 to speed up)."""
+    return any(p.dim() >= 2 and min(p.shape[-2:]) >= width for p in model.parameters())
+
+
+def resolve_precision(requested: str, device: str | torch.device, model: nn.Module,
+                      rows: int | None = None) -> Precision:
+    """The precision a run uses: ``requested`` checked against the hardware, ``auto`` decided.
+
+    ``rows``: the batch the network is fed where it is known (a learner's minibatch, acting's
+    env count); with at least `WIDE` of them an MLP with a wide layer counts as bf16 work."""
     device_type = torch.device(device).type
     if requested == "fp32":
         return "fp32"
@@ -68,7 +84,8 @@ def resolve_precision(requested: str, device: str | torch.device, model: nn.Modu
                              "use --precision auto (it picks what the hardware runs fastest) or fp32")
         return "bf16"
     if requested == "auto":
-        return "bf16" if bf16_supported(device_type) and is_convolutional(model) else "fp32"
+        wide = rows is not None and rows >= WIDE and has_wide_layer(model)
+        return "bf16" if bf16_supported(device_type) and (is_convolutional(model) or wide) else "fp32"
     raise ValueError(f"--precision must be auto, fp32 or bf16, got {requested!r}")
 
 

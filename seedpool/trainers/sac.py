@@ -46,7 +46,10 @@ def train_sac(cfg: SACTrainConfig) -> RunResult:
     try:
         obs_space, action_space = pool.single_observation_space, pool.single_action_space
         agent = ContinuousAgent(obs_space, action_space, cfg.model, stochastic=True).to(device)
-        precision = resolve_precision(cfg.precision, device, agent)
+        # Learning's minibatches and acting's env batches can differ in what pays (bf16 for
+        # 256-wide layers on 256-row minibatches, fp32 for one env's row): each gets its own.
+        precision = resolve_precision(cfg.precision, device, agent, rows=s.minibatch_size)
+        acting_precision = resolve_precision(cfg.precision, device, agent, rows=cfg.num_envs)
         replay = make_replay(obs_space, action_space, s.buffer_size, seed=cfg.seed)
         learner = ReplayLearner(
             SACLearner(agent, s, action_space.shape[0], cfg.total_timesteps, device, precision), replay,
@@ -54,8 +57,9 @@ def train_sac(cfg: SACTrainConfig) -> RunResult:
             minibatch_size=s.minibatch_size, learning_starts=s.learning_starts, total_steps=cfg.total_timesteps)
         with Run.open(cfg, "sac", cfg, ckpt) as run:
             sampler = ContinuousSampler(pool, lambda obs, g: agent.unit_action(obs, generator=g), s.train_frequency,
-                                        s.learning_starts, device, run.timer, cfg.seed, precision, agent.observe)
-            run.note(f"{pool!r}, replay {s.buffer_size:,}, SAC on {device} ({precision}), {s.utd_ratio:g} updates/step")
+                                        s.learning_starts, device, run.timer, cfg.seed, acting_precision, agent.observe)
+            run.note(f"{pool!r}, replay {s.buffer_size:,}, SAC on {device} (learning {precision}, "
+                     f"acting {acting_precision}), {s.utd_ratio:g} updates/step")
             if ckpt is not None:
                 restore_replay_trainer(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,

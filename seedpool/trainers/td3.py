@@ -47,7 +47,10 @@ def train_td3(cfg: TD3TrainConfig) -> RunResult:
     try:
         obs_space, action_space = pool.single_observation_space, pool.single_action_space
         agent = ContinuousAgent(obs_space, action_space, cfg.model, stochastic=False).to(device)
-        precision = resolve_precision(cfg.precision, device, agent)
+        # Learning's minibatches and acting's env batches can differ in what pays (bf16 for
+        # 256-wide layers on 256-row minibatches, fp32 for one env's row): each gets its own.
+        precision = resolve_precision(cfg.precision, device, agent, rows=s.minibatch_size)
+        acting_precision = resolve_precision(cfg.precision, device, agent, rows=cfg.num_envs)
         replay = make_replay(obs_space, action_space, s.buffer_size, seed=cfg.seed)
         learner = ReplayLearner(
             TD3Learner(agent, s, cfg.total_timesteps, device, precision), replay,
@@ -56,8 +59,9 @@ def train_td3(cfg: TD3TrainConfig) -> RunResult:
         with Run.open(cfg, "td3", cfg, ckpt) as run:
             explore = lambda obs, g: exploration_actions(agent.unit_action(obs), s.exploration_noise, g)  # noqa: E731
             sampler = ContinuousSampler(pool, explore, s.train_frequency, s.learning_starts, device, run.timer,
-                                        cfg.seed, precision, agent.observe)
-            run.note(f"{pool!r}, replay {s.buffer_size:,}, TD3 on {device} ({precision}), {s.utd_ratio:g} updates/step")
+                                        cfg.seed, acting_precision, agent.observe)
+            run.note(f"{pool!r}, replay {s.buffer_size:,}, TD3 on {device} (learning {precision}, "
+                     f"acting {acting_precision}), {s.utd_ratio:g} updates/step")
             if ckpt is not None:
                 restore_replay_trainer(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,
