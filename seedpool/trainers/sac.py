@@ -72,7 +72,7 @@ def train_sac(cfg: SACTrainConfig) -> RunResult:
 
 def sac_defaults(env_id: str) -> SACTrainConfig:
     """CleanRL's and the SAC paper's settings (MuJoCo); smaller, faster ones measured here for
-    Pendulum. The MuJoCo settings are the papers'; their learning curves here are not measured yet."""
+    Pendulum. The MuJoCo settings are the papers' (curves: benchmarks/results/*_halfcheetah_curve.md)."""
     if env_id.startswith("Pendulum"):
         return SACTrainConfig(env=env_id, num_envs=4, total_timesteps=20_000,
                               sac=SACConfig(learning_starts=1_000, q_lr=1e-3, policy_lr=1e-3, utd_ratio=0.5),

@@ -74,7 +74,7 @@ def train_td3(cfg: TD3TrainConfig) -> RunResult:
 
 def td3_defaults(env_id: str) -> TD3TrainConfig:
     """CleanRL's and the TD3 paper's settings (MuJoCo); smaller, faster ones measured here for
-    Pendulum. The MuJoCo settings are the papers'; their learning curves here are not measured yet."""
+    Pendulum. The MuJoCo settings are the papers' (curves: benchmarks/results/*_halfcheetah_curve.md)."""
     if env_id.startswith("Pendulum"):
         return TD3TrainConfig(env=env_id, num_envs=4, total_timesteps=30_000,
                               td3=TD3Config(learning_starts=1_000, learning_rate=1e-3, utd_ratio=0.5),
