@@ -28,10 +28,13 @@ def recurrent_appo_config(tmp_path, total: int, seed: int = 1, **options):
                                **options)
 
 
-def test_recurrent_appo_reaches_100_within_40k_steps_where_feed_forward_appo_stays_below_70(tmp_path):
-    # Annealed over 120k steps, stopped once the mean of the last 20 episodes reaches 100 (seeds 1-3 got
-    # there at 21k, 24k and 32k env steps); feed-forward APPO in the same shape peaked at 68 within 40k
-    # steps (benchmarks/results/recurrent_appo_cartpole_novel.md).
+def test_recurrent_appo_reaches_100_within_80k_steps_where_feed_forward_appo_stays_below_70(tmp_path):
+    # Annealed over 120k steps, stopped once the mean of the last 20 episodes reaches 100. Seeds 1-3
+    # got there at 21k, 24k and 32k env steps when first measured, at 30k, 39k and 25k on the CI
+    # machine (2026-11-27), and seed 1 at 47k in one CI run with the two test workers busy (the
+    # learner and the actors are threads, so timing moves the path). Feed-forward APPO in the same
+    # shape peaked at 68 within 40k steps (benchmarks/results/recurrent_appo_cartpole_novel.md) and
+    # at 63 and 65 within 80k (seeds 1 and 2, 2026-11-27).
     result = train_impala(recurrent_appo_config(tmp_path, 120_000, stop_at_return=100.0))
     assert result.final_return >= 100, f"mean of the last 20 episodes {result.final_return:.1f} after {result.step} steps"
-    assert result.step <= 40_000, f"reached 100 only after {result.step} env steps"
+    assert result.step <= 80_000, f"reached 100 only after {result.step} env steps"

@@ -75,7 +75,10 @@ def test_apex_resume_restores_the_replay_exactly(tmp_path, monkeypatch):
     seen: list = []
     _spy(monkeypatch, apex_trainer, "run_central", lambda system, args: system.learner_thread.learner, seen)
     args = TINY + ["--runs-dir", str(tmp_path), "--dqn.learning-starts", "256", "--save-replay", "--num-envs", "8",
-                   "--apex.replay-ratio", "4", "--acting.serial"]
+                   "--apex.replay-ratio", "4", "--acting.serial",
+                   # Ape-X checks its budget once a second and may run thousands of steps past it on a
+                   # fast machine: a replay that never fills lets the resumed run's growth show.
+                   "--dqn.buffer-size", "65536"]
     assert main(["train", "apex", *args, "--total-timesteps", "1024"]) == 0
     first = seen[0]
     _check_resume(first, seen, tmp_path, ["train", "apex", "--resume", str(first["run_dir"])])
