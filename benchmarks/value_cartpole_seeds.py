@@ -44,7 +44,7 @@ def run_one(algo: str, overrides: dict, seed: int) -> dict:
     result = train(cfg)
     evaluation = evaluate_run(result.run_dir, episodes=20)
     return {"greedy_mean": evaluation.mean, "greedy_std": evaluation.std, "train_last20": result.final_return,
-            "steps": result.step, "seconds": time.time() - t0}
+            "steps": result.step, "seconds": time.time() - t0, "run_dir": str(result.run_dir)}
 
 
 def write_table() -> None:
@@ -82,7 +82,7 @@ def main() -> None:
             append_record(DATA, record)
             print(f"RESULT {algo} {name} seed={seed} greedy={record['greedy_mean']:.1f}+-{record['greedy_std']:.1f} "
                   f"train_last20={record['train_last20']:.1f} steps={record['steps']} "
-                  f"time={record['seconds']:.0f}s", flush=True)
+                  f"time={record['seconds']:.0f}s run={record['run_dir']}", flush=True)
 
 
 if __name__ == "__main__":
