@@ -4,7 +4,8 @@ All three train SAC with one common set: one env, 256-256 ReLU actor and twin cr
 minibatch 256, Adam 3e-4 for the critics, the actor and the temperature, gamma 0.99,
 tau 0.005, automatic entropy tuning toward -6, one critic and one actor step per env
 step (CleanRL's ``--policy-frequency 1``, SB3's only schedule), uniform actions for the
-first ``learning_starts`` steps, torch with 1 CPU thread. Runs are interleaved
+first ``learning_starts`` steps, torch with the same number of CPU threads for all three
+(``--threads``, default 1; SB3's and CleanRL's own default is every core). Runs are interleaved
 (seedpool, SB3, CleanRL, seedpool, ...) so that machine noise hits all of them; each row
 records the load average (1 min) before it.
 
@@ -18,7 +19,7 @@ Measured per run: env steps per second over the whole run (setup excluded), whic
 budget is almost all gradient steps. Short budgets measure speed only, not learning.
 
     python benchmarks/sac_speed.py --cleanrl-file PATH [--repeats 3] [--steps 2000] [--learning-starts 500]
-        [--precision auto,fp32] [--libs seedpool,sb3,cleanrl]
+        [--precision auto,fp32] [--libs seedpool,sb3,cleanrl] [--threads 1]
 
 writes benchmarks/results/sac_speed.md (machine, versions, load average, per-run rows, medians, ratios).
 """
@@ -83,13 +84,17 @@ class Result:
         return self.steps / self.seconds
 
 
+THREADS = 1
+"""Torch CPU threads of every library's run (`--threads`)."""
+
+
 def run_seedpool(total: int, learning_starts: int, seed: int, precision: str) -> Result:
     from seedpool.trainers.sac import sac_defaults, train_sac
 
     cfg = sac_defaults(ENV)
     cfg = dataclasses.replace(cfg, total_timesteps=total, seed=seed, runs_dir=Path(tempfile.mkdtemp()),
                               progress="off", checkpoint_every_s=1e9, backend="serial",
-                              precision=precision, torch_threads=1,
+                              precision=precision, torch_threads=THREADS,
                               sac=dataclasses.replace(cfg.sac, learning_starts=learning_starts, q_lr=LR, policy_lr=LR,
                                                       policy_frequency=1, buffer_size=max(total, 10_000)))
     load = os.getloadavg()[0]
@@ -129,7 +134,7 @@ def run_cleanrl(script: Path, total: int, learning_starts: int, seed: int) -> Re
     cmd = [sys.executable, str(script), "--env-id", ENV, "--total-timesteps", str(total), "--seed", str(seed),
            "--learning-starts", str(learning_starts), "--q-lr", str(LR), "--policy-lr", str(LR),
            "--policy-frequency", "1", "--buffer-size", str(max(total, 10_000)), "--cuda", "False"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS), "PYTHONWARNINGS": "ignore"}
     load = os.getloadavg()[0]
     out = subprocess.run(cmd, cwd=tempfile.mkdtemp(), env=env, capture_output=True, text=True, check=False)
     match = re.search(r"TOTAL_SECONDS ([0-9.]+)", out.stdout)
@@ -169,7 +174,8 @@ def report(results: list[Result], args, libs: list[str]) -> str:
     import stable_baselines3
 
     info = {**machine_info(), "stable-baselines3": stable_baselines3.__version__, "cleanrl": "1.2.0 (edited, below)"}
-    cmd = " ".join(sys.argv[1:]).replace(str(args.cleanrl_file), "CLEANRL_FILE") if args.cleanrl_file else ""
+    cmd = " ".join(sys.argv[1:]).replace(args.note, "NOTE")
+    cmd = cmd.replace(str(args.cleanrl_file), "CLEANRL_FILE") if args.cleanrl_file else cmd
     lines = [f"# SAC end to end on {ENV}: seedpool, Stable-Baselines3 and CleanRL, same hyperparameters", "",
              f"Written by `python benchmarks/sac_speed.py {cmd}` on {info['date']}.", "",
              f"- machine: {info['machine']}; {info['kernel']}; Python {info['python']}; seedpool {info['seedpool']}",
@@ -177,11 +183,11 @@ def report(results: list[Result], args, libs: list[str]) -> str:
                                        if k not in ("date", "machine", "kernel", "python", "seedpool")),
              f"- common settings: one env, 256-256 ReLU networks, minibatch 256, Adam {LR:g} for critics, actor and "
              "temperature, gamma 0.99, tau 0.005, autotuned entropy (target -6), one critic and one actor step "
-             f"per env step after {args.learning_starts} uniform-random steps, torch 1 thread, CPU",
+             f"per env step after {args.learning_starts} uniform-random steps, torch {args.threads} thread(s) each, CPU",
              f"- seedpool's `--precision auto` on this machine: learning {_auto_precisions()[0]}, "
              f"acting {_auto_precisions()[1]}",
-             "- **note:** the machine is shared (other training runs on both cores): the load average (1 min) "
-             "before each run is in its row. Compare the libraries only through the side-by-side ratios.", "",
+             f"- **note:** {args.note}: the load average (1 min) before each run is in its row. Compare the "
+             "libraries only through the side-by-side ratios.", "",
              "| run | library | env steps | seconds | steps/s | load before |", "|---:|---|---:|---:|---:|---:|"]
     for i, r in enumerate(results):
         lines.append(f"| {i + 1} | {r.lib} | {r.steps:,} | {r.seconds:.1f} | {r.sps:.1f} | {r.load_before:.1f} |")
@@ -206,8 +212,13 @@ def main() -> None:
     parser.add_argument("--libs", default="seedpool,sb3,cleanrl")
     parser.add_argument("--cleanrl-file", type=Path, help="cleanrl 1.2.0's cleanrl/sac_continuous_action.py")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads of every library")
+    parser.add_argument("--note", default="the machine is shared (other training runs on both cores)",
+                        help="what else ran on the machine, for the table")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    global THREADS
+    THREADS = args.threads
+    torch.set_num_threads(THREADS)
     wanted = args.libs.split(",")
     if "cleanrl" in wanted and args.cleanrl_file is None:
         parser.error("--cleanrl-file is required to run CleanRL (or leave it out of --libs)")

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-import seedpool.trainers.sac as sac_trainer
-import seedpool.trainers.td3 as td3_trainer
+import seedpool.trainers.offpolicy as offpolicy_trainer
 from seedpool.cli import main, parse_command
 from seedpool.experiment import load_checkpoint
 from seedpool.experiment.evaluate import evaluate_run
@@ -25,9 +24,10 @@ TINY = ["--env", "Pendulum-v1", "--seed", "3", "--progress", "off", "--no-tensor
         "--num-envs", "2", "--model.hidden-sizes", "16", "16", "--env-options", "max_episode_steps", "50"]
 
 
-def _spy(monkeypatch, module, seen: list) -> None:
-    """Record the learner's state when `run_sync` starts (after any restore) and ends."""
-    real = module.run_sync
+def _spy(monkeypatch, seen: list) -> None:
+    """Record the learner's state when `run_sync` starts (after any restore) and ends (SAC and
+    TD3 both call it from the wiring they share)."""
+    real = offpolicy_trainer.run_sync
 
     def spy(run, sampler, learner, *args, **kwargs):
         seen.append({"start_version": learner.version, "start_replay": len(learner.replay),
@@ -37,17 +37,17 @@ def _spy(monkeypatch, module, seen: list) -> None:
         seen[-1].update(end_version=learner.version, end_replay=len(learner.replay), run_dir=run.dir,
                         end_model=_model(learner), end_step=run.step, learner=learner.learner)
 
-    monkeypatch.setattr(module, "run_sync", spy)
+    monkeypatch.setattr(offpolicy_trainer, "run_sync", spy)
 
 
 def _model(learner) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in learner.model.parameters()]).clone()
 
 
-@pytest.mark.parametrize("algo, module, section", [("sac", sac_trainer, "sac"), ("td3", td3_trainer, "td3")])
-def test_save_replay_and_resume_continue_the_learner_and_its_replay(algo, module, section, tmp_path, monkeypatch):
+@pytest.mark.parametrize("algo, section", [("sac", "sac"), ("td3", "td3")])
+def test_save_replay_and_resume_continue_the_learner_and_its_replay(algo, section, tmp_path, monkeypatch):
     seen: list = []
-    _spy(monkeypatch, module, seen)
+    _spy(monkeypatch, seen)
     args = [*TINY, "--runs-dir", str(tmp_path), f"--{section}.learning-starts", "50", f"--{section}.utd-ratio", "1",
             f"--{section}.minibatch-size", "16", f"--{section}.buffer-size", "5000", "--save-replay"]
     assert main(["train", algo, *args, "--total-timesteps", "150"]) == 0
@@ -79,7 +79,7 @@ def test_save_replay_and_resume_continue_the_learner_and_its_replay(algo, module
 
 def test_a_resume_without_a_saved_replay_refills_it_before_learning(tmp_path, monkeypatch):
     seen: list = []
-    _spy(monkeypatch, sac_trainer, seen)
+    _spy(monkeypatch, seen)
     args = [*TINY, "--runs-dir", str(tmp_path), "--sac.learning-starts", "50", "--sac.minibatch-size", "16",
             "--sac.utd-ratio", "1"]
     assert main(["train", "sac", *args, "--total-timesteps", "100"]) == 0
@@ -134,7 +134,7 @@ def test_observation_statistics_go_through_checkpoint_resume_and_eval(tmp_path, 
     from seedpool.experiment.evaluate import load_run_policy
 
     seen: list = []
-    real = td3_trainer.run_sync
+    real = offpolicy_trainer.run_sync
 
     def spy(run, sampler, learner, *args, **kwargs):
         norm = learner.model.obs_norm
@@ -142,7 +142,7 @@ def test_observation_statistics_go_through_checkpoint_resume_and_eval(tmp_path, 
         real(run, sampler, learner, *args, **kwargs)
         seen[-1].update(end=(norm.count.item(), norm.mean.clone()), run_dir=run.dir)
 
-    monkeypatch.setattr(td3_trainer, "run_sync", spy)
+    monkeypatch.setattr(offpolicy_trainer, "run_sync", spy)
     args = [*TINY, "--runs-dir", str(tmp_path), "--td3.learning-starts", "40", "--td3.minibatch-size", "16",
             "--model.obs-norm"]
     assert main(["train", "td3", *args, "--total-timesteps", "80"]) == 0
@@ -175,3 +175,8 @@ def test_mujoco_ids_get_the_papers_defaults():
     td3 = parse_command(["train", "td3", "--env", "Hopper-v5"])
     assert sac.model.hidden_sizes == td3.model.hidden_sizes == (256, 256)
     assert (sac.sac.learning_starts, td3.td3.learning_starts) == (5_000, 25_000)
+    # One env in this process: the learner takes every core (torch's default), Pendulum's small
+    # networks keep one thread, as the other trainers do.
+    assert sac.torch_threads == td3.torch_threads == 0
+    assert parse_command(["train", "sac", "--env", "Pendulum-v1"]).torch_threads == 1
+    assert parse_command(["train", "sac", "--env", "Hopper-v5", "--torch-threads", "1"]).torch_threads == 1
