@@ -79,6 +79,21 @@ class MujocoFamily(NativeEnv):
         shards = min(threads, self.num_envs)
         return ShardedSim(self._one_sim, self.num_envs, shards, split=True), f"{shards} threads (threads={threads})"
 
+    def background_lanes(self, batch_size: int) -> tuple[np.ndarray, str] | None:
+        """One lane per shard, the shards holding blocks of envs (so a batch of contiguous envs
+        is one shard's call on one thread); None for one thread (`threads=1`: the caller's)."""
+        import os
+        if os.environ.get("SEEDPOOL_BG", "lanes") == "0":
+            return None
+        if os.environ.get("SEEDPOOL_BG", "lanes") == "one":
+            return np.zeros(self.num_envs, np.int64), "EXPERIMENT one lane"
+        if not isinstance(self.sim, ShardedSim):
+            return None
+        lanes = self.sim.use_blocks()
+        k = self.sim.k
+        return lanes, (f"async: {k} threads step the batches in the background as they are sent, "
+                       f"each the envs of one of {k} blocks")
+
     def own_threads(self) -> tuple[int, str]:
         """The threads of the sim (one per shard), and why."""
         return self.threads, self._threads_reason
