@@ -80,11 +80,7 @@ class BackgroundLanes:
 
     def submit(self, op: int, ids: list[int]) -> None:
         """Start stepping (op) the envs `ids` on their lanes now."""
-        if self._threads is None:
-            raise RuntimeError("these background threads are closed")
-        if os.getpid() != self._pid:
-            raise RuntimeError("an async native pool's background threads do not survive fork(): "
-                               "make the pool in the process that steps it")
+        self._check()
         parts = []
         for rows, lane in self._split(ids):
             part = Part(op, rows)
@@ -97,6 +93,7 @@ class BackgroundLanes:
         """The next `n` finished envs, oldest batch first. A batch whose step raised is
         handed to `fault`, whose error is raised; its other envs come back from later waits.
         With `timeout` (seconds), WaitTimeout when envs are still stepping (they stay in flight)."""
+        self._check()
         deadline = None if timeout is None else time.monotonic() + timeout
         ready = self.ready
         while len(ready) < n:
@@ -134,6 +131,13 @@ class BackgroundLanes:
             q.put(None)
         for t in threads:
             t.join()
+
+    def _check(self) -> None:
+        if self._threads is None:
+            raise RuntimeError("these background threads are closed")
+        if os.getpid() != self._pid:
+            raise RuntimeError("an async native pool's background threads do not survive fork(): "
+                               "make the pool in the process that steps it")
 
     def _split(self, ids: list[int]) -> list[tuple[Rows, int]]:
         """Each lane's envs of `ids` (lanes without any left out): the rows to step (a slice
