@@ -100,8 +100,8 @@ def test_the_lanes_hold_blocks_of_envs_and_say_so():
         lanes = pool._exec._lanes
         assert lanes._split(list(range(8))) == [(slice(0, 8), 0)]  # a batch is one lane's call
         assert [lane for _, lane in lanes._split([7, 8])] == [0, 1]
-        assert pool.num_workers == 2 and "in the background" in pool.layout_reason
-        assert "in the background" in repr(pool)
+        assert pool.num_workers == 2 and "2 background threads" in pool.layout_reason
+        assert "block of envs (0-7, 8-15)" in repr(pool)
         pool.reset()
         with pytest.raises(RuntimeError, match="after the envs were reset"):
             sim.use_blocks()

@@ -166,7 +166,7 @@ class BackgroundLanes:
 
 def _serve(run: RunPart, jobs: queue.SimpleQueue, scratch: np.ndarray) -> None:
     """A lane's loop: step each part in turn, record its error, say it is finished; None: end.
-    It holds no reference to its BackgroundLanes between parts."""
+    `run` holds the executor, so the lane ends only by `close()` (the pool's, or its finalizer)."""
     while True:
         part = jobs.get()
         if part is None:

@@ -55,6 +55,7 @@ class MujocoFamily(NativeEnv):
         self.frame_skip = ref.frame_skip
         self.dt = ref.dt
         self.init_qpos, self.init_qvel = ref.init_qpos, ref.init_qvel
+        self._threads_option = threads
         self.sim, self._threads_reason = self._make_sim(threads)
         self.threads = self.sim.k if isinstance(self.sim, ShardedSim) else 1
 
@@ -89,10 +90,13 @@ class MujocoFamily(NativeEnv):
             return np.zeros(self.num_envs, np.int64), "EXPERIMENT one lane"
         if not isinstance(self.sim, ShardedSim):
             return None
-        lanes = self.sim.use_blocks()
         k = self.sim.k
-        return lanes, (f"async: {k} threads step the batches in the background as they are sent, "
-                       f"each the envs of one of {k} blocks")
+        lanes = self.sim.use_blocks()
+        b = self.sim.blocks
+        blocks = ", ".join(f"{b[j]}-{b[j + 1] - 1}" for j in range(k)) if k <= 4 else f"{k} blocks"
+        why = "one per usable core" if self._threads_option is None else f"threads={self._threads_option}"
+        return lanes, (f"async: {k} background threads ({why}), each stepping its block of envs ({blocks}) "
+                       "as soon as a batch is sent")
 
     def own_threads(self) -> tuple[int, str]:
         """The threads of the sim (one per shard), and why."""

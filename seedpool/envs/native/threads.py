@@ -55,7 +55,7 @@ def native_config(spec: TaskSpec, batch_size: int, num_workers: int | None) -> E
         if lanes is None:
             return ExecutorConfig("native", own[0], family.num_envs, 0.0, 0.0, None, False, own[1])
         return ExecutorConfig("native", int(lanes[0].max()) + 1, family.num_envs, 0.0, 0.0, None, False,
-                              f"{own[1]}; {lanes[1]}", lanes[0])
+                              lanes[1], lanes[0])
     fused = type(family).step_autoreset is not NativeEnv.step_autoreset
     threads, reason = choose_threads(family.split_from if fused else None, batch_size, available_cores(), num_workers)
     return ExecutorConfig("native", threads, family.num_envs, 0.0, 0.0, None, False, reason)
