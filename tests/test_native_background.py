@@ -100,7 +100,7 @@ def test_the_lanes_hold_blocks_of_envs_and_say_so():
         lanes = pool._exec._lanes
         assert lanes._split(list(range(8))) == [(slice(0, 8), 0)]  # a batch is one lane's call
         assert [lane for _, lane in lanes._split([7, 8])] == [0, 1]
-        assert pool.num_workers == 2 and "2 background threads" in pool.layout_reason
+        assert pool.num_workers == 2 and "1 in the background" in pool.layout_reason
         assert "block of envs (0-7, 8-15)" in repr(pool)
         pool.reset()
         with pytest.raises(RuntimeError, match="after the envs were reset"):
@@ -143,7 +143,7 @@ def _fail_and_recover(threads: int | None, first: list[int]) -> tuple[list, list
             obs, rew, term, trunc, info = pool.recv()
             out.append([a.tobytes() for a in (info["env_id"], obs, rew, term, trunc, info["elapsed_step"])])
             pool.send(actions, info["env_id"])
-        assert len(_lanes()) == len(before) + (0 if threads == 1 else 2)
+        assert len(_lanes()) == len(before) + (0 if threads == 1 else 1)  # lane 0 is the caller
     assert _lanes() == before
     return seen, out
 
@@ -166,26 +166,48 @@ def test_an_error_on_a_lane_is_raised_by_recv_as_in_the_calling_thread(first):
     assert got == want
 
 
-def test_a_wait_times_out_or_is_interrupted_and_the_envs_stay_in_flight():
-    before = _lanes()
-    pool = _async_pool(Picky, 4, 2, 2)
-    pool.async_reset()
-    info = pool.recv()[-1]
-    slow = np.full((2, 6), 0.25, np.float32)
-    pool.send(slow, info["env_id"])
-    obs, *_, info = pool.recv()  # the other batch, done at once
-    with pytest.raises(WaitTimeout):
-        pool.recv(timeout=0.01)  # the slow batch sleeps 0.5 s on its lane
+def _interrupt_soon() -> threading.Timer:
+    """Ctrl-C for the main thread in 50 ms."""
     timer = threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
+    return timer
+
+
+def test_a_wait_times_out_or_is_interrupted_and_the_envs_stay_in_flight():
+    before = _lanes()
+    pool = _async_pool(Picky, 4, 2, 2)  # envs 0-1 on the caller's lane, 2-3 on a thread
+    pool.async_reset()
+    pool.recv()
+    info = pool.recv()[-1]
+    slow = np.full((2, 6), 0.25, np.float32)
+    pool.send(slow, info["env_id"])  # envs 2-3: the thread sleeps 0.5 s
+    with pytest.raises(WaitTimeout):
+        pool.recv(timeout=0.01)
+    timer = _interrupt_soon()
     with pytest.raises(KeyboardInterrupt):
-        pool.recv()  # Ctrl-C while waiting
+        pool.recv()  # Ctrl-C while waiting for the thread
     timer.join()
     obs, rew, term, trunc, info = pool.recv()  # the slow batch, whole
-    assert sorted(info["env_id"].tolist()) == [0, 1] and obs.shape == (2, 17)
-    pool.send(slow, info["env_id"])  # close() with a batch in flight: it finishes, then the lanes end
+    assert sorted(info["env_id"].tolist()) == [2, 3] and obs.shape == (2, 17)
+    pool.send(slow, info["env_id"])  # close() with a batch in flight: it finishes, then the thread ends
     pool.close()
     assert _lanes() == before
+
+
+def test_ctrl_c_in_the_callers_own_part_fails_that_batch_and_the_pool_goes_on():
+    with _async_pool(Picky, 4, 2, 2) as pool:
+        pool.async_reset()
+        info = pool.recv()[-1]
+        pool.send(np.full((2, 6), 0.25, np.float32), info["env_id"])  # envs 0-1, stepped in recv
+        pool.recv()
+        timer = _interrupt_soon()
+        with pytest.raises(KeyboardInterrupt):
+            pool.recv()  # Ctrl-C while the caller sleeps in envs 0-1's step
+        timer.join()
+        with pytest.raises(EnvStepError, match="environment 0 raised during step"):
+            pool.recv()  # the interrupted batch failed: its envs restart
+        obs, rew, term, trunc, info = pool.recv()
+        assert info["env_id"].tolist() == [0, 1] and trunc[0]  # env 0 reset after the fault
 
 
 def test_a_forked_child_is_told_to_make_its_own_pool():

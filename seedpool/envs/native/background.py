@@ -2,18 +2,22 @@
 
 Without this, an async native pool steps a batch only when the caller waits for it, so the
 caller's own work between batches (its policy, the pool's validation and batching) and the
-envs' physics take turns on one core. Here `submit` hands each batch to persistent threads
-at once and `wait(n)` collects finished batches, oldest first, while the threads step the
-next ones: with two batches in flight the cores stay busy, as in EnvPool's async mode.
+envs' physics take turns on one core. Here the envs are split into lanes: `submit` hands a
+batch's part on lane k > 0 to that lane's persistent thread at once, and `wait(n)` steps
+lane 0's parts in the calling thread (the oldest first, and newer ones while it waits for the
+threads) and collects finished batches, oldest first. With 16 envs in batches of 8 on two
+lanes, the caller steps one batch while the thread steps the other: both cores are busy, as
+in EnvPool's async mode. (Lane 0 on a thread of its own as well measured slower on this
+2-core machine: three threads took turns on two cores, docs/engine.md.)
 
 A family opts in with `NativeEnv.background_lanes()`: each env's lane, lanes whose calls may
 run at once because they touch disjoint state (the MuJoCo families' shards: a Batch or
 MjDatas of their own, stepped without the GIL; they hold blocks of envs, so that a batch of
-contiguous envs is one lane's call). Each lane has one thread that runs its part of every
-batch in submission order, so an env's steps keep their order and no two threads ever touch
-the same env, shard or scratch buffer. A batch is finished when all of its parts are;
-batches come back in submission order, so the same seeds and actions give the same batches
-and results as stepping them in the calling thread.
+contiguous envs is one lane's call). Each lane runs its parts of the batches in submission
+order, so an env's steps keep their order and no two threads ever touch the same env, shard
+or scratch buffer. A batch is finished when all of its parts are; batches come back in
+submission order, so the same seeds and actions give the same batches and results as
+stepping them all in the calling thread.
 """
 
 from __future__ import annotations
@@ -58,8 +62,9 @@ class Job:
 
 
 class BackgroundLanes:
-    """A thread per lane, lane k stepping the envs i with lane_of[i] == k of every submitted
-    batch, in order; `wait` hands finished batches back oldest first."""
+    """Lane k steps the envs i with lane_of[i] == k of every submitted batch, in order: lane 0
+    is the calling thread (in `wait`), every other lane a thread of its own that starts at
+    once; `wait` hands finished batches back oldest first."""
 
     def __init__(self, run: RunPart, lane_of: np.ndarray):
         self.lane_of = np.asarray(lane_of, np.int64)
@@ -68,10 +73,13 @@ class BackgroundLanes:
         self.jobs: collections.deque[Job] = collections.deque()  # submitted, not yet collected
         self.ready: list[int] = []  # finished envs collected but not yet returned
         self._queues: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(lanes)]
+        self._inline: collections.deque[Part] = collections.deque()  # lane 0's parts not yet run
+        self._scratch = np.empty(self.num_envs, np.int64)  # lane 0's
+        self._run = run
         self._runs: dict[tuple[int, int], list[tuple[Rows, int]]] = {}  # lane slices of contiguous runs
         self._pid = os.getpid()
         self._threads: list[threading.Thread] | None = []
-        for k in range(lanes):
+        for k in range(1, lanes):
             scratch = np.empty(self.num_envs, np.int64)  # the lane's own (the executor's `ended`)
             thread = threading.Thread(target=_serve, args=(run, self._queues[k], scratch), daemon=True,
                                       name=f"seedpool-native-lane-{k}")
@@ -85,14 +93,18 @@ class BackgroundLanes:
         for rows, lane in self._split(ids):
             part = Part(op, rows)
             parts.append(part)
-            self._queues[lane].put(part)
+            if lane:
+                self._queues[lane].put(part)
+            else:
+                self._inline.append(part)
         self.jobs.append(Job(op, ids, parts))
 
     def wait(self, n: int, timeout: float | None, fault: Callable[[Job, tuple[BaseException, str]], Exception]
              ) -> list[int]:
-        """The next `n` finished envs, oldest batch first. A batch whose step raised is
-        handed to `fault`, whose error is raised; its other envs come back from later waits.
-        With `timeout` (seconds), WaitTimeout when envs are still stepping (they stay in flight)."""
+        """The next `n` finished envs, oldest batch first (lane 0's parts stepped here). A
+        batch whose step raised is handed to `fault`, whose error is raised; its other envs
+        come back from later waits. With `timeout` (seconds), WaitTimeout when envs are still
+        stepping on the threads (they stay in flight); lane 0's parts cannot time out."""
         self._check()
         deadline = None if timeout is None else time.monotonic() + timeout
         ready = self.ready
@@ -102,6 +114,9 @@ class BackgroundLanes:
             job = self.jobs[0]
             for part in job.parts:
                 while not part.finished:
+                    if self._inline:  # lane 0's parts, oldest first (newer ones while the others step)
+                        self._run_inline(self._inline.popleft())
+                        continue
                     left = -1 if deadline is None else max(deadline - time.monotonic(), 0.0)
                     if not part.done.acquire(timeout=left) and not part.finished:
                         raise WaitTimeout(f"{n - len(ready)} envs did not finish in time")
@@ -117,6 +132,19 @@ class BackgroundLanes:
         del ready[:n]
         return got
 
+    def _run_inline(self, part: Part) -> None:
+        """Step one of lane 0's parts here. An interrupt (Ctrl-C) in it fails its batch, as an
+        error would: the batch's envs restart."""
+        try:
+            self._run(part.op, part.rows, self._scratch)
+        except Exception as exc:
+            part.error = (exc, traceback.format_exc())
+        except BaseException as exc:
+            part.error = (exc, traceback.format_exc())
+            part.finished = True
+            raise
+        part.finished = True
+
     def drop_ready(self) -> list[int]:
         """Forget finished envs not yet returned (after an error); their ids."""
         dropped, self.ready = self.ready, []
@@ -127,7 +155,7 @@ class BackgroundLanes:
         threads, self._threads = self._threads, None
         if threads is None:
             return
-        for q in self._queues:
+        for q in self._queues[1:]:
             q.put(None)
         for t in threads:
             t.join()

@@ -82,12 +82,8 @@ class MujocoFamily(NativeEnv):
 
     def background_lanes(self, batch_size: int) -> tuple[np.ndarray, str] | None:
         """One lane per shard, the shards holding blocks of envs (so a batch of contiguous envs
-        is one shard's call on one thread); None for one thread (`threads=1`: the caller's)."""
-        import os
-        if os.environ.get("SEEDPOOL_BG", "lanes") == "0":
-            return None
-        if os.environ.get("SEEDPOOL_BG", "lanes") == "one":
-            return np.zeros(self.num_envs, np.int64), "EXPERIMENT one lane"
+        is one shard's call); None with one thread (`threads=1`: a batch is stepped when
+        `recv` asks for it)."""
         if not isinstance(self.sim, ShardedSim):
             return None
         k = self.sim.k
@@ -95,8 +91,8 @@ class MujocoFamily(NativeEnv):
         b = self.sim.blocks
         blocks = ", ".join(f"{b[j]}-{b[j + 1] - 1}" for j in range(k)) if k <= 4 else f"{k} blocks"
         why = "one per usable core" if self._threads_option is None else f"threads={self._threads_option}"
-        return lanes, (f"async: {k} background threads ({why}), each stepping its block of envs ({blocks}) "
-                       "as soon as a batch is sent")
+        return lanes, (f"async: {k} threads ({why}), each stepping the batches of its block of envs "
+                       f"({blocks}): the caller's in recv, {k - 1} in the background as soon as they are sent")
 
     def own_threads(self) -> tuple[int, str]:
         """The threads of the sim (one per shard), and why."""
