@@ -110,9 +110,10 @@ class NativeEnv:
 
     def background_lanes(self, batch_size: int) -> tuple[np.ndarray, str] | None:
         """For an async pool of batches of `batch_size`: each env's lane (an int array) and
-        why, to let one thread per lane step the envs in the background while the caller
-        handles other batches (background.py); None (the default): a batch is stepped in the
-        calling thread when the pool waits for it. Return lanes only if `step` and `reset` of
+        why. Lane 0's parts of a batch are stepped by the caller when the pool waits, each
+        other lane's by a thread of its own as soon as they are sent, while the caller handles
+        other batches (background.py); None (the default): a batch is stepped in the calling
+        thread when the pool waits for it. Return lanes only if `step` and `reset` of
         envs of different lanes may run at once from different threads (no state shared
         between lanes) and release the GIL for most of their time. Called once, before the
         first reset: a family may arrange its envs for it."""

@@ -33,6 +33,9 @@ class MujocoFamily(NativeEnv):
     MuJoCo's calls without the GIL). None (the default): one per usable core, at most one per
     env, each call split over them or not by which measured faster where the pool runs
     (`SplitTimer`); 1: the calling thread alone; k > 1: always k. The results are the same.
+    In an async pool of k > 1 threads the k shards hold blocks of envs instead, one lane each
+    (`background_lanes`): the caller steps block 0's batches, k - 1 threads the others' as
+    soon as they are sent (background.py).
     """
 
     reference_class: type[gym.Env]
