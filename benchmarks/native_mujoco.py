@@ -8,9 +8,10 @@ Python-env path; writes `benchmarks/results/native_mujoco.md`.
 HalfCheetah-v5 and Ant-v5, 8 envs sync and 16 envs / batch 8 async (issue 18's shape). Every
 case of a group is alive at once and timed in interleaved windows (seedpool.bench's harness),
 so the ratios compare engines under the same load. `seedpool_native` is the native family
-as `make` builds it by default (`threads=None`: the batch split over one thread per core or
-not, call by call, by which measured faster; `_t1`: one thread; `_t2`: always split over 2
-threads), `seedpool_python` the
+as `make` builds it by default (`threads=None`: sync, the batch split over one thread per core
+or not, call by call, by which measured faster; async, one background thread per core, each
+stepping the batches of its block of envs as they are sent; `_t1`: the calling thread alone;
+`_t2`: always 2 threads), `seedpool_python` the
 same id with `native=False` (gymnasium's envs, backend "auto"). gymnasium's AsyncVectorEnv
 has no batch mode: `gym_async` steps 8 envs in 8 processes. EnvPool runs its own C++ tasks
 of the same names, with one thread per core.
@@ -151,6 +152,53 @@ def cpu_table(task: str, rounds: int, steps: int = 100) -> list[str]:
     return lines + [""]
 
 
+def async_cpu_table(task: str, rounds: int, batches: int = 100) -> list[str]:
+    """Process CPU time (all threads) per env step of the in-process async engines (2N envs,
+    batch N, the send/recv loop of `AsyncStepper`), in alternating rounds: what the background
+    threads cost beside what they buy."""
+    import seedpool
+
+    engines: dict[str, Any] = {}
+    try:
+        import envpool
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            engines["envpool_async"] = envpool.make(task, env_type="gymnasium", num_envs=2 * N, batch_size=N,
+                                                    num_threads=2, seed=0)
+    except ImportError:
+        pass
+    engines["seedpool_native_async"] = seedpool.make(task, num_envs=2 * N, batch_size=N, seed=0)
+    engines["seedpool_native_t1_async"] = seedpool.make(task, num_envs=2 * N, batch_size=N, seed=0, threads=1)
+    got: dict[str, list[tuple[float, float]]] = {name: [] for name in engines}
+    try:
+        steppers = {}
+        for name, env in engines.items():
+            env.async_reset()
+            steppers[name] = AsyncStepper(env, env.action_space, N)
+            for _ in range(batches):  # warm-up
+                steppers[name].step()
+        for _ in range(rounds):
+            for name, stepper in steppers.items():
+                c0, t0 = time.process_time(), time.perf_counter()
+                for _ in range(batches):
+                    stepper.step()
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                got[name].append((1e6 * cpu / (batches * N), batches * N / wall))
+    finally:
+        for env in engines.values():
+            env.close()
+    base = statistics.median(c for c, _ in got["seedpool_native_t1_async"])
+    lines = [f"## {task}, {2 * N} envs, batch {N}: CPU time per env step (in-process async engines, median "
+             f"of {rounds} alternating rounds)", "",
+             "| engine | CPU µs / env step | × seedpool_native_t1_async | steps/s (median) |",
+             "| --- | ---: | ---: | ---: |"]
+    for name, runs in got.items():
+        cpu = statistics.median(c for c, _ in runs)
+        lines.append(f"| {name} | {cpu:,.0f} | {cpu / base:.2f} | {statistics.median(r for _, r in runs):,.0f} |")
+    return lines + [""]
+
+
 def physics_table(task: str, rounds: int, calls: int = 200) -> list[str]:
     """The physics of a step of N envs alone, in this process: one `mujoco.batch.Batch` on one
     thread and on its own pool of 2, and the engine's split (two Batches, the caller and a
@@ -203,9 +251,10 @@ def main(argv: list[str]) -> int:
     load_before = os.getloadavg()
     groups = [group(t) for t in tasks]
     measured = [(g, run_group(g, timing)) for g in groups]
-    cpu = [line for t in tasks for line in cpu_table(t, rounds=1 if args.quick else 2 * args.repeats + 1)]
+    rounds = 1 if args.quick else 2 * args.repeats + 1
+    cpu = [line for t in tasks for line in cpu_table(t, rounds) + async_cpu_table(t, rounds)]
     if "HalfCheetah-v5" in tasks:
-        cpu += physics_table("HalfCheetah-v5", rounds=1 if args.quick else 2 * args.repeats + 1)
+        cpu += physics_table("HalfCheetah-v5", rounds)
     leaked = reap_leftovers()
     load_after = os.getloadavg()
     info = machine_info()
@@ -216,8 +265,12 @@ def main(argv: list[str]) -> int:
         "from windows interleaved in one run.",
         "seedpool_native: HalfCheetah's envs are rows of `mujoco.batch.Batch` (one per thread) stepped in C; "
         "Ant's are one MjData each, stepped in a Python loop (its observation needs `mj_rnePostConstraint` "
-        "after the step); observations, rewards and terminations in NumPy over the batch. With 2 threads, "
-        "env i is stepped by thread i % 2 (the caller and a persistent helper; MuJoCo's calls release the GIL).",
+        "after the step); observations, rewards and terminations in NumPy over the batch. Sync, with 2 "
+        "threads: env i is stepped by thread i % 2 (the caller and a persistent helper; MuJoCo's calls "
+        "release the GIL). Async (`_async`, except `_t1_async`): two background threads, one per block of "
+        "N envs, step each batch as soon as it is sent, while the caller handles the other "
+        "(`seedpool/envs/native/background.py`); `_t1_async` steps a batch in the calling thread when "
+        "`recv` asks for it.",
         "EnvPool's tasks are its own C++ implementations with its own MuJoCo build.",
     ]
     if args.note:

@@ -22,12 +22,15 @@ def _helpers() -> list[threading.Thread]:
 
 
 def _play(task: str, threads: int | None, num_envs: int, batch: int, steps: int) -> tuple[list[bytes], list[int]]:
-    """Every result of an async run (ids sent back in a scrambled order, so the family gets
-    index arrays as well as runs), as bytes; and the split timer's calls (unsplit, split)."""
+    """Every result of a send/recv run (ids sent back in a scrambled order, so an async pool's
+    family gets index arrays as well as runs), as bytes; and the split timer's calls
+    (unsplit, split)."""
     rng = np.random.default_rng(1)
     out: list[bytes] = []
     with seedpool.make(task, num_envs=num_envs, batch_size=batch, seed=7, threads=threads) as pool:
         assert pool.backend == "native"
+        # Async pools of more than one thread step on background lanes (test_native_background.py).
+        assert (pool._exec._lanes is not None) == (batch < num_envs and threads != 1)
         sim = pool._exec.family.sim
         if isinstance(sim, ShardedSim) and sim.timer is not None:  # auto: split and not, call after call
             sim.timer = SplitTimer(window=0.0, windows=10**6)
@@ -43,15 +46,16 @@ def _play(task: str, threads: int | None, num_envs: int, batch: int, steps: int)
 
 
 @pytest.mark.parametrize("task,steps", [("Hopper-v5", 150), ("Ant-v5", 40)])
-def test_split_steps_give_the_unsplit_results_byte_for_byte(task, steps):
+@pytest.mark.parametrize("batch", [8, 4])  # sync: split over threads; async: background lanes
+def test_split_steps_give_the_unsplit_results_byte_for_byte(task, steps, batch):
     """Hopper ends episodes often (resets go through the shards too); Ant is the SerialSim."""
-    want, _ = _play(task, 1, num_envs=8, batch=4, steps=steps)
+    want, _ = _play(task, 1, num_envs=8, batch=batch, steps=steps)
     for threads in (2, 3):  # 3: shards of 3, 3 and 2 envs, parts of uneven size
-        got, _ = _play(task, threads, num_envs=8, batch=4, steps=steps)
+        got, _ = _play(task, threads, num_envs=8, batch=batch, steps=steps)
         assert got == want, f"threads={threads}"
-    got, choices = _play(task, None, num_envs=8, batch=4, steps=steps)  # auto
+    got, choices = _play(task, None, num_envs=8, batch=batch, steps=steps)  # auto
     assert got == want
-    if choices:  # more than one usable core: both ways ran
+    if choices and batch == 8:  # sync, more than one usable core: both ways ran
         assert min(choices) > 0
 
 

@@ -44,6 +44,7 @@ class ExecutorConfig:
     step_timeout: float | None
     restart_workers: bool
     reason: str = ""  # why backend="auto" chose this layout ("" when the caller chose it)
+    background: Any = None  # native async pools: each env's background lane (None: no background threads)
 
 
 class Executor:

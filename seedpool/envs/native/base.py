@@ -21,6 +21,18 @@ from gymnasium.utils import seeding
 Rows = Union[slice, np.ndarray]
 
 
+def select_rows(ids: Sequence[int], num_envs: int) -> Rows:
+    """Distinct env ids as rows: a slice for every env or a contiguous run of them (views, no
+    gathers), in any order, else an int64 array."""
+    k = len(ids)
+    if k == num_envs:
+        return slice(None)
+    lo, hi = min(ids), max(ids)
+    if hi - lo == k - 1:  # distinct ids (the pool checks) spanning k rows: that run
+        return slice(lo, hi + 1)
+    return np.asarray(ids, dtype=np.int64)
+
+
 class NativeEnv:
     """Base class of vector-native env families (see docs/engine.md).
 
@@ -95,6 +107,17 @@ class NativeEnv:
         """Step envs `ids` with `actions` (one row per env); return (obs, reward, terminated),
         each with one row per env. Truncation at the time limit is the engine's."""
         raise NotImplementedError
+
+    def background_lanes(self, batch_size: int) -> tuple[np.ndarray, str] | None:
+        """For an async pool of batches of `batch_size`: each env's lane (an int array) and
+        why. Lane 0's parts of a batch are stepped by the caller when the pool waits, each
+        other lane's by a thread of its own as soon as they are sent, while the caller handles
+        other batches (background.py); None (the default): a batch is stepped in the calling
+        thread when the pool waits for it. Return lanes only if `step` and `reset` of
+        envs of different lanes may run at once from different threads (no state shared
+        between lanes) and release the GIL for most of their time. Called once, before the
+        first reset: a family may arrange its envs for it."""
+        return None
 
     def own_threads(self) -> tuple[int, str] | None:
         """The threads the family splits its own `step` over, and why (what `pool.num_workers`

@@ -6,11 +6,14 @@ steps env after env, this steps every env of a batch in one call of the family a
 the engine's per-env bookkeeping (elapsed steps, returns, autoreset, seeds) in arrays.
 Envs are stepped in this process when the pool collects them, as the serial backend does;
 a family with a fused step (`NativeEnv.step_autoreset`) does a whole batch in one compiled
-call, split over threads from its `split_from` (threads.py).
+call, split over threads from its `split_from` (threads.py). An async pool of a family with
+background lanes (`NativeEnv.background_lanes`, `cfg.background`) instead starts each batch
+on its lanes' threads when it is submitted (background.py).
 """
 
 from __future__ import annotations
 
+import threading
 import traceback
 from typing import Any
 
@@ -19,7 +22,8 @@ import numpy as np
 from seedpool.envs.buffers import Buffers
 from seedpool.envs.channel import RESET, STEP
 from seedpool.envs.errors import env_error
-from seedpool.envs.native.base import NativeEnv, Rows
+from seedpool.envs.native.background import BackgroundLanes, Job
+from seedpool.envs.native.base import NativeEnv, Rows, select_rows
 from seedpool.envs.native.bookkeeping import MODES, Book, account, clear_rows
 from seedpool.envs.native.threads import ShardThreads
 from seedpool.envs.native.view import EnvView
@@ -46,6 +50,7 @@ class NativeExecutor:
         self.needs_reset = np.ones(num_envs, np.bool_)
         self.restart_marks = np.zeros(num_envs, np.bool_)  # reset after a fault: report truncated
         self._marked = 0  # how many restart marks are set (none: skip looking)
+        self._marks_lock = threading.Lock()  # lanes clear marks at once (background.py)
         self.elapsed = np.zeros(num_envs, np.int64)
         self.returns = np.zeros(num_envs, np.float64)
         self._rows = np.arange(num_envs)
@@ -59,11 +64,17 @@ class NativeExecutor:
         # (A family that splits its step itself, `own_threads`, needs none of them.)
         self._threads = ShardThreads(cfg.num_workers) if cfg.num_workers > 1 and self.family.own_threads() is None \
             else None
+        # An async pool's batches stepped in the background as soon as they are submitted.
+        self._lanes = BackgroundLanes(self._run_part, cfg.background) if cfg.background is not None else None
 
     # -- the Executor interface -----------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
-        """Start env ids with op STEP, RESET or RECOVER (they run when the pool waits)."""
-        self.pending.append((op, ids))
+        """Start env ids with op STEP, RESET or RECOVER (they run when the pool waits, or at
+        once on background lanes)."""
+        if self._lanes is not None:
+            self._lanes.submit(op, ids)
+        else:
+            self.pending.append((op, ids))
 
     def set_reset_options(self, options: Any, ids: list[int]) -> None:
         """Make `options` the reset options of the next RESET of envs `ids`."""
@@ -76,7 +87,10 @@ class NativeExecutor:
 
     def wait(self, n: int, timeout: float | None = None) -> list[int]:
         """Run submitted commands until `n` envs are done; their ids, oldest first.
-        `timeout` does not apply: the envs are stepped here, not waited for."""
+        `timeout` applies to background lanes only (WaitTimeout, the envs stay in flight):
+        otherwise the envs are stepped here, not waited for."""
+        if self._lanes is not None:
+            return self._lanes.wait(n, timeout, self._lane_fault)
         pending = self.pending
         if not self.leftover and len(pending) == 1 and len(pending[0][1]) == n:  # every sync step
             op, ids = pending.pop()
@@ -100,46 +114,55 @@ class NativeExecutor:
 
     def drop_leftover(self) -> list[int]:
         """Forget completions kept back after an error (sync mode drops the failed batch)."""
+        if self._lanes is not None:
+            return self._lanes.drop_ready()
         dropped, self.leftover = self.leftover, []
         return dropped
 
     def close(self) -> None:
-        """Stop the shard threads; close the family."""
+        """Stop the background and shard threads; close the family."""
+        if self._lanes is not None:
+            self._lanes.close()
         if self._threads is not None:
             self._threads.close()
         self.family.close()
 
     # -- running commands -----------------------------------------------------------------
-    def _select(self, ids: list[int]) -> Rows:
-        """A slice for every env or a contiguous run of them (views, no gathers), else an array."""
-        k = len(ids)
-        if k == self.num_envs:
-            return slice(None)
-        lo, hi = min(ids), max(ids)
-        if hi - lo == k - 1:  # distinct ids (the pool checks) spanning k rows: that run, in any order
-            return slice(lo, hi + 1)
-        return np.asarray(ids, dtype=np.int64)
-
     def _run(self, op: int, ids: list[int]) -> None:
-        sel = self._select(ids)
+        """Run a batch in this thread; a failure restarts all of its envs (see `_fault`)."""
+        sel = select_rows(ids, self.num_envs)
         try:
-            if op == STEP:
-                self._step(sel)
-            elif op == RESET:
-                self._reset(self._rows[sel], after_fault=False, seeded=True)
-            else:
-                self.reset_options.pop(ids[0], None)
-                self._reset(self._rows[sel], after_fault=True)
+            self._run_part(op, sel, self._ended)
         except Exception as exc:
-            # One call stepped them all: every env of the batch restarts, reported truncated.
-            self.needs_reset[sel] = True
+            self.leftover = ids[1:] + self.leftover
+            raise self._fault(op, ids, sel, exc, traceback.format_exc())  # noqa: B904
+
+    def _run_part(self, op: int, sel: Rows, ended: np.ndarray) -> None:
+        """Op STEP, RESET or RECOVER on rows `sel`; `ended`: scratch of the calling thread."""
+        if op == STEP:
+            self._step(sel, ended)
+        elif op == RESET:
+            self._reset(self._rows[sel], after_fault=False, seeded=True)
+        else:
+            rows = self._rows[sel]
+            for i in rows.tolist():
+                self.reset_options.pop(i, None)
+            self._reset(rows, after_fault=True)
+
+    def _fault(self, op: int, ids: list[int], sel: Rows, exc: BaseException, tb: str) -> Exception:
+        """The error of a batch that raised. One call (or one per lane) stepped them all: every
+        env of the batch restarts, reported truncated."""
+        self.needs_reset[sel] = True
+        with self._marks_lock:
             self._marked += int(np.count_nonzero(~self.restart_marks[sel]))
             self.restart_marks[sel] = True
-            self.leftover = ids[1:] + self.leftover
-            # env_error makes the family's exception the cause (and the error its type too).
-            raise env_error(ids[0], "step" if op == STEP else "reset", traceback.format_exc(), exc)  # noqa: B904
+        # env_error makes the family's exception the cause (and the error its type too).
+        return env_error(ids[0], "step" if op == STEP else "reset", tb, exc)
 
-    def _step(self, sel: Rows) -> None:
+    def _lane_fault(self, job: Job, error: tuple[BaseException, str]) -> Exception:
+        return self._fault(job.op, job.ids, select_rows(job.ids, self.num_envs), *error)
+
+    def _step(self, sel: Rows, ended: np.ndarray) -> None:
         fam = self.family
         # One compiled call for the batch where the family has one and nothing needs Python:
         # no reset options waiting, no fault to report.
@@ -158,10 +181,10 @@ class NativeExecutor:
             if not fam.pure_step:  # step only the others: the family may draw or keep state
                 live = rows[~starting]
                 if len(live):
-                    self._step_rows(live)
+                    self._step_rows(live, ended)
                 self._reset(restart, after_fault=False)
                 return
-        self._step_rows(sel)
+        self._step_rows(sel, ended)
         if restart is not None:  # their step results are replaced by the reset's
             self._reset(restart, after_fault=False)
 
@@ -169,11 +192,10 @@ class NativeExecutor:
         b = self.b
         self.family.step_autoreset(rows, b.action, b.obs, self._final_obs, self.book)
 
-    def _step_rows(self, sel: Rows) -> None:
+    def _step_rows(self, sel: Rows, ended: np.ndarray) -> None:
         b = self.b
         obs, reward, terminated = self.family.step(sel, b.action[sel])
         b.obs[sel] = obs
-        ended = self._ended
         rows = self._rows[sel]  # a view for a slice
         n_ended = account(rows, np.asarray(reward, np.float64), np.asarray(terminated, np.bool_), self.limit,
                           self.elapsed, self.returns, b.reward, b.terminated, b.truncated, b.elapsed_step,
@@ -210,6 +232,8 @@ class NativeExecutor:
         if self.reset_options:
             options = [self.reset_options.pop(i, None) for i in rows.tolist()]
         b.obs[rows] = fam.reset(rows, options)
-        self._marked -= clear_rows(rows, after_fault, b.reward, b.terminated, b.truncated, b.elapsed_step,
-                                   b.episode_return, self.elapsed, self.returns, self.restart_marks,
-                                   self.needs_reset)
+        cleared = clear_rows(rows, after_fault, b.reward, b.terminated, b.truncated, b.elapsed_step,
+                             b.episode_return, self.elapsed, self.returns, self.restart_marks, self.needs_reset)
+        if cleared:
+            with self._marks_lock:
+                self._marked -= cleared

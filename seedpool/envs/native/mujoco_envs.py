@@ -33,6 +33,9 @@ class MujocoFamily(NativeEnv):
     MuJoCo's calls without the GIL). None (the default): one per usable core, at most one per
     env, each call split over them or not by which measured faster where the pool runs
     (`SplitTimer`); 1: the calling thread alone; k > 1: always k. The results are the same.
+    In an async pool of k > 1 threads the k shards hold blocks of envs instead, one lane each
+    (`background_lanes`): the caller steps block 0's batches, k - 1 threads the others' as
+    soon as they are sent (background.py).
     """
 
     reference_class: type[gym.Env]
@@ -55,6 +58,7 @@ class MujocoFamily(NativeEnv):
         self.frame_skip = ref.frame_skip
         self.dt = ref.dt
         self.init_qpos, self.init_qvel = ref.init_qpos, ref.init_qvel
+        self._threads_option = threads
         self.sim, self._threads_reason = self._make_sim(threads)
         self.threads = self.sim.k if isinstance(self.sim, ShardedSim) else 1
 
@@ -78,6 +82,20 @@ class MujocoFamily(NativeEnv):
             return self._one_sim(self.num_envs), "one thread (threads=1)"
         shards = min(threads, self.num_envs)
         return ShardedSim(self._one_sim, self.num_envs, shards, split=True), f"{shards} threads (threads={threads})"
+
+    def background_lanes(self, batch_size: int) -> tuple[np.ndarray, str] | None:
+        """One lane per shard, the shards holding blocks of envs (so a batch of contiguous envs
+        is one shard's call); None with one thread (`threads=1`: a batch is stepped when
+        `recv` asks for it)."""
+        if not isinstance(self.sim, ShardedSim):
+            return None
+        k = self.sim.k
+        lanes = self.sim.use_blocks()
+        b = self.sim.blocks
+        blocks = ", ".join(f"{b[j]}-{b[j + 1] - 1}" for j in range(k)) if k <= 4 else f"{k} blocks"
+        why = "one per usable core" if self._threads_option is None else f"threads={self._threads_option}"
+        return lanes, (f"async: {k} threads ({why}), each stepping the batches of its block of envs "
+                       f"({blocks}): the caller's in recv, {k - 1} in the background as soon as they are sent")
 
     def own_threads(self) -> tuple[int, str]:
         """The threads of the sim (one per shard), and why."""

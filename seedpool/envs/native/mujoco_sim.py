@@ -16,6 +16,8 @@ Three ways to hold them, with the same face (`qpos`, `qvel` arrays with a row pe
   step, but from different inputs: measured, it does not give gymnasium's values).
 - `ShardedSim`: k of either, env i in shard i % k; a call steps the shards at once on k
   threads (MuJoCo's calls release the GIL), or one after another where that measured faster.
+  For an async pool stepped in the background (background.py) the shards hold blocks of
+  envs instead, one thread each, so that a batch of contiguous envs is one shard's call.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from seedpool.envs.native.threads import ShardThreads, SplitTimer
 def sorted_sims(ids: Rows, num_envs: int) -> np.ndarray | None:
     """The envs of `ids` as a Batch wants them: None for all, else sorted int32 ids."""
     if isinstance(ids, slice):
-        lo, hi, _ = ids.indices(num_envs)
-        return None if (lo, hi) == (0, num_envs) else np.arange(lo, hi, dtype=np.int32)
+        lo, hi, step = ids.indices(num_envs)
+        return None if (lo, hi, step) == (0, num_envs, 1) else np.arange(lo, hi, step, dtype=np.int32)
     return np.sort(ids).astype(np.int32)
 
 
@@ -135,7 +137,10 @@ class ShardedSim:
     all in the calling thread: `split` True or False, None for `SplitTimer`'s choice, timed
     call by call. Either way each env's physics is the same calls on the same data, so the
     results are the same, byte for byte. The fields a family reads are copied after each call
-    into arrays with a row per env (`fields`: qpos, qvel; SerialSim's xpos and cfrc_ext too)."""
+    into arrays with a row per env (`fields`: qpos, qvel; SerialSim's xpos and cfrc_ext too).
+
+    `use_blocks()` (before the first reset) puts the envs in contiguous blocks instead, shard s
+    holding as many as before: for threads that each step one shard's envs (background.py)."""
 
     def __init__(self, make_sim: Callable[[int], Sim], num_envs: int, shards: int, split: bool | None):
         if not 2 <= shards <= num_envs:
@@ -147,15 +152,32 @@ class ShardedSim:
         for name in self.fields:
             setattr(self, name, np.zeros((num_envs, *getattr(first, name).shape[1:])))
         self.split = split
+        self.blocks: list[int] | None = None  # None: env i in shard i % k; else block bounds
+        self.shard_of = np.arange(num_envs) % shards  # each env's shard and row in it
+        self.row_of = np.arange(num_envs) // shards
+        self._reset_yet = False
         self.timer = SplitTimer() if split is None else None
         self._threads: ShardThreads | None = None
         self._finalizer: Any = None
         self._pid = os.getpid()  # the process the helper threads run in
         self._rows = np.arange(num_envs)
-        self._runs: dict[tuple[int, int], list[Part]] = {}  # _parts of contiguous runs of envs
+        self._runs: dict[tuple[int, int, int], list[Part]] = {}  # _parts of runs of envs
+
+    def use_blocks(self) -> np.ndarray:
+        """Put the envs in contiguous blocks, shard s holding envs bounds[s]..bounds[s+1]-1
+        (the sizes the shards have); each env's shard. Only before the first reset."""
+        if self._reset_yet:
+            raise RuntimeError("use_blocks() after the envs were reset: their states are in place")
+        sizes = [len(range(s, self.num_envs, self.k)) for s in range(self.k)]
+        self.blocks = np.concatenate(([0], np.cumsum(sizes))).tolist()
+        self.shard_of = np.repeat(np.arange(self.k), sizes)
+        self.row_of = np.arange(self.num_envs) - np.asarray(self.blocks[:-1])[self.shard_of]
+        self._runs.clear()
+        return self.shard_of.copy()
 
     def reset(self, rows: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Each shard's `reset` of its envs of `rows` (sorted), in the calling thread."""
+        self._reset_yet = True
         for s, pos, local, env in self._parts(rows):
             self.shards[s].reset(local, qpos[pos], qvel[pos])
             self._copy_out(s, local, env)
@@ -197,30 +219,43 @@ class ShardedSim:
 
     def _parts(self, ids: Rows) -> list[Part]:
         """Each shard's part of the envs `ids`, shards without one left out. A contiguous run
-        gives slices (views), anything else index arrays in the order of `ids`."""
-        k = self.k
+        (or, interleaved, a run of one shard's envs: a slice with step k) gives slices (views),
+        anything else index arrays in the order of `ids`."""
         parts: list[Part] | None
-        if isinstance(ids, slice) and ids.indices(self.num_envs)[2] == 1:
-            lo, hi, _ = ids.indices(self.num_envs)
-            parts = self._runs.get((lo, hi))
-            if parts is None:  # the same few runs come back every step: work each out once
-                parts = []
-                for s in range(k):
-                    first = lo + (s - lo) % k  # the shard's first env in [lo, hi)
-                    count = len(range(first, hi, k))
-                    if count:
-                        parts.append((s, slice(first - lo, hi - lo, k), slice(first // k, first // k + count),
-                                      slice(first, hi, k)))
-                self._runs[(lo, hi)] = parts
-            return parts
+        if isinstance(ids, slice):
+            lo, hi, step = ids.indices(self.num_envs)
+            if step == 1 or (step == self.k and self.blocks is None):
+                parts = self._runs.get((lo, hi, step))
+                if parts is None:  # the same few runs come back every step: work each out once
+                    parts = self._run_parts(lo, hi, step)
+                    self._runs[(lo, hi, step)] = parts
+                return parts
         rows = self._rows[ids]
-        shard = rows % k
+        shard = self.shard_of[rows]
         parts = []
-        for s in range(k):
+        for s in range(self.k):
             pos = np.flatnonzero(shard == s)
             if len(pos):
                 env = rows[pos]
-                parts.append((s, pos, env // k, env))
+                parts.append((s, pos, self.row_of[env], env))
+        return parts
+
+    def _run_parts(self, lo: int, hi: int, step: int) -> list[Part]:
+        """`_parts` of the envs lo, lo + step, ... below hi (step 1, or k when interleaved)."""
+        k, parts = self.k, []
+        if self.blocks is not None:  # step 1: each block's stretch of the run
+            for s in range(k):
+                first, end = max(lo, self.blocks[s]), min(hi, self.blocks[s + 1])
+                if first < end:
+                    row = first - self.blocks[s]
+                    parts.append((s, slice(first - lo, end - lo), slice(row, row + end - first), slice(first, end)))
+            return parts
+        for s in range(k):
+            first = lo + (s - lo) % k  # the shard's first env in [lo, hi)
+            count = len(range(first, hi, k))
+            if count and (step == 1 or s == lo % k):
+                pos = slice(first - lo, hi - lo, k) if step == 1 else slice(None)
+                parts.append((s, pos, slice(first // k, first // k + count), slice(first, hi, k)))
         return parts
 
 

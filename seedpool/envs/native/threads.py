@@ -51,7 +51,11 @@ def native_config(spec: TaskSpec, batch_size: int, num_workers: int | None) -> E
     family = spec.native
     own = family.own_threads()
     if own is not None:  # the family splits its step itself (the engine's shard threads stay unused)
-        return ExecutorConfig("native", own[0], family.num_envs, 0.0, 0.0, None, False, own[1])
+        lanes = family.background_lanes(batch_size) if batch_size < family.num_envs else None
+        if lanes is None:
+            return ExecutorConfig("native", own[0], family.num_envs, 0.0, 0.0, None, False, own[1])
+        return ExecutorConfig("native", int(lanes[0].max()) + 1, family.num_envs, 0.0, 0.0, None, False,
+                              lanes[1], lanes[0])
     fused = type(family).step_autoreset is not NativeEnv.step_autoreset
     threads, reason = choose_threads(family.split_from if fused else None, batch_size, available_cores(), num_workers)
     return ExecutorConfig("native", threads, family.num_envs, 0.0, 0.0, None, False, reason)

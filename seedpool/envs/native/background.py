@@ -1,0 +1,208 @@
+"""Async native pools stepped in the background: a batch starts the moment it is sent.
+
+Without this, an async native pool steps a batch only when the caller waits for it, so the
+caller's own work between batches (its policy, the pool's validation and batching) and the
+envs' physics take turns on one core. Here the envs are split into lanes: `submit` hands a
+batch's part on lane k > 0 to that lane's persistent thread at once, and `wait(n)` steps
+lane 0's parts in the calling thread (the oldest first, and newer ones while it waits for the
+threads) and collects finished batches, oldest first. With 16 envs in batches of 8 on two
+lanes, the caller steps one batch while the thread steps the other: both cores are busy, as
+in EnvPool's async mode. (Lane 0 on a thread of its own as well measured slower on this
+2-core machine: three threads took turns on two cores, docs/engine.md.)
+
+A family opts in with `NativeEnv.background_lanes()`: each env's lane, lanes whose calls may
+run at once because they touch disjoint state (the MuJoCo families' shards: a Batch or
+MjDatas of their own, stepped without the GIL; they hold blocks of envs, so that a batch of
+contiguous envs is one lane's call). Each lane runs its parts of the batches in submission
+order, so an env's steps keep their order and no two threads ever touch the same env, shard
+or scratch buffer. A batch is finished when all of its parts are; batches come back in
+submission order, so the same seeds and actions give the same batches and results as
+stepping them all in the calling thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import queue
+import threading
+import time
+import traceback
+from typing import Callable
+
+import numpy as np
+
+from seedpool.envs.errors import WaitTimeout
+from seedpool.envs.native.base import Rows, select_rows
+
+# run(op, rows, scratch of the lane): the executor's work on a part of a batch.
+RunPart = Callable[[int, Rows, np.ndarray], None]
+
+
+class Part:
+    """One lane's share of a batch, and how it went (written by the lane's thread)."""
+
+    __slots__ = ("op", "rows", "finished", "done", "error")
+
+    def __init__(self, op: int, rows: Rows):
+        self.op, self.rows = op, rows
+        self.finished = False  # set before `done` is released: a finished part needs no wait
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.error: tuple[BaseException, str] | None = None  # (exception, traceback text)
+
+
+class Job:
+    """A submitted batch: its op and env ids (in the order given) and the lanes' parts."""
+
+    __slots__ = ("op", "ids", "parts")
+
+    def __init__(self, op: int, ids: list[int], parts: list[Part]):
+        self.op, self.ids, self.parts = op, ids, parts
+
+
+class BackgroundLanes:
+    """Lane k steps the envs i with lane_of[i] == k of every submitted batch, in order: lane 0
+    is the calling thread (in `wait`), every other lane a thread of its own that starts at
+    once; `wait` hands finished batches back oldest first."""
+
+    def __init__(self, run: RunPart, lane_of: np.ndarray):
+        self.lane_of = np.asarray(lane_of, np.int64)
+        self.num_envs, self.lanes = len(lane_of), int(self.lane_of.max()) + 1
+        lanes = self.lanes
+        self.jobs: collections.deque[Job] = collections.deque()  # submitted, not yet collected
+        self.ready: list[int] = []  # finished envs collected but not yet returned
+        self._queues: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(lanes)]
+        self._inline: collections.deque[Part] = collections.deque()  # lane 0's parts not yet run
+        self._scratch = np.empty(self.num_envs, np.int64)  # lane 0's
+        self._run = run
+        self._runs: dict[tuple[int, int], list[tuple[Rows, int]]] = {}  # lane slices of contiguous runs
+        self._pid = os.getpid()
+        self._threads: list[threading.Thread] | None = []
+        for k in range(1, lanes):
+            scratch = np.empty(self.num_envs, np.int64)  # the lane's own (the executor's `ended`)
+            thread = threading.Thread(target=_serve, args=(run, self._queues[k], scratch), daemon=True,
+                                      name=f"seedpool-native-lane-{k}")
+            thread.start()
+            self._threads.append(thread)
+
+    def submit(self, op: int, ids: list[int]) -> None:
+        """Start stepping (op) the envs `ids` on their lanes now."""
+        self._check()
+        parts = []
+        for rows, lane in self._split(ids):
+            part = Part(op, rows)
+            parts.append(part)
+            if lane:
+                self._queues[lane].put(part)
+            else:
+                self._inline.append(part)
+        self.jobs.append(Job(op, ids, parts))
+
+    def wait(self, n: int, timeout: float | None, fault: Callable[[Job, tuple[BaseException, str]], Exception]
+             ) -> list[int]:
+        """The next `n` finished envs, oldest batch first (lane 0's parts stepped here). A
+        batch whose step raised is handed to `fault`, whose error is raised; its other envs
+        come back from later waits. With `timeout` (seconds), WaitTimeout when envs are still
+        stepping on the threads (they stay in flight); lane 0's parts cannot time out."""
+        self._check()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ready = self.ready
+        while len(ready) < n:
+            if not self.jobs:
+                raise RuntimeError("internal error: nothing in flight to wait for")
+            job = self.jobs[0]
+            for part in job.parts:
+                while not part.finished:
+                    if self._inline:  # lane 0's parts, oldest first (newer ones while the others step)
+                        self._run_inline(self._inline.popleft())
+                        continue
+                    left = -1 if deadline is None else max(deadline - time.monotonic(), 0.0)
+                    if not part.done.acquire(timeout=left) and not part.finished:
+                        raise WaitTimeout(f"{n - len(ready)} envs did not finish in time")
+            self.jobs.popleft()
+            error = next((p.error for p in job.parts if p.error is not None), None)
+            if error is not None:
+                ready += job.ids[1:]
+                raise fault(job, error)
+            if not ready and len(job.ids) == n:  # every step of a send/recv loop
+                return job.ids
+            ready += job.ids
+        got = ready[:n]
+        del ready[:n]
+        return got
+
+    def _run_inline(self, part: Part) -> None:
+        """Step one of lane 0's parts here. An interrupt (Ctrl-C) in it fails its batch, as an
+        error would: the batch's envs restart."""
+        try:
+            self._run(part.op, part.rows, self._scratch)
+        except Exception as exc:
+            part.error = (exc, traceback.format_exc())
+        except BaseException as exc:
+            part.error = (exc, traceback.format_exc())
+            part.finished = True
+            raise
+        part.finished = True
+
+    def drop_ready(self) -> list[int]:
+        """Forget finished envs not yet returned (after an error); their ids."""
+        dropped, self.ready = self.ready, []
+        return dropped
+
+    def close(self) -> None:
+        """Let the threads finish what was submitted, then stop them and wait (again: nothing)."""
+        threads, self._threads = self._threads, None
+        if threads is None:
+            return
+        for q in self._queues[1:]:
+            q.put(None)
+        for t in threads:
+            t.join()
+
+    def _check(self) -> None:
+        if self._threads is None:
+            raise RuntimeError("these background threads are closed")
+        if os.getpid() != self._pid:
+            raise RuntimeError("an async native pool's background threads do not survive fork(): "
+                               "make the pool in the process that steps it")
+
+    def _split(self, ids: list[int]) -> list[tuple[Rows, int]]:
+        """Each lane's envs of `ids` (lanes without any left out): the rows to step (a slice
+        for a contiguous run of envs, else an int64 array) and the lane."""
+        if self.lanes == 1:
+            return [(select_rows(ids, self.num_envs), 0)]
+        lo, hi = min(ids), max(ids)
+        if hi - lo == len(ids) - 1:  # distinct ids (the pool checks) spanning len(ids) rows
+            runs = self._runs.get((lo, hi))
+            if runs is None:  # the same few runs come back every step: work each out once
+                runs = self._group(np.arange(lo, hi + 1))
+                self._runs[(lo, hi)] = runs
+            return runs
+        return self._group(np.asarray(ids, dtype=np.int64))
+
+    def _group(self, rows: np.ndarray) -> list[tuple[Rows, int]]:
+        """`rows` by lane; a lane's rows that run contiguously as a slice."""
+        lane_of = self.lane_of[rows]
+        out: list[tuple[Rows, int]] = []
+        for lane in range(self.lanes):
+            mine = rows[lane_of == lane]
+            if len(mine):
+                out.append((select_rows(mine.tolist(), self.num_envs), lane))
+        return out
+
+
+def _serve(run: RunPart, jobs: queue.SimpleQueue, scratch: np.ndarray) -> None:
+    """A lane's loop: step each part in turn, record its error, say it is finished; None: end.
+    `run` holds the executor, so the lane ends only by `close()` (the pool's, or its finalizer)."""
+    while True:
+        part = jobs.get()
+        if part is None:
+            return
+        try:
+            run(part.op, part.rows, scratch)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of wait()
+            part.error = (exc, traceback.format_exc())
+        part.finished = True
+        part.done.release()
+        part = None
