@@ -143,6 +143,15 @@ def test_impala_learner_rejects_more_minibatches_than_unrolls():
         _impala_learner(num_minibatches=8)
 
 
+def test_atari_defaults_learn_on_two_torch_threads_and_classic_control_on_one():
+    # Measured end to end on 2 cores (benchmarks/results/torch_threads_*_pong-v5.md).
+    from seedpool.trainers.impala import impala_defaults
+    from seedpool.trainers.ppo import ppo_defaults
+
+    assert impala_defaults("Pong-v5").torch_threads == ppo_defaults("Pong-v5").torch_threads == 2
+    assert impala_defaults("CartPole-v1").torch_threads == ppo_defaults("CartPole-v1").torch_threads == 1
+
+
 def test_old_impala_run_configs_resume_under_the_new_option_names(tmp_path):
     from seedpool.cli import train_config
     from seedpool.trainers.impala import impala_defaults
