@@ -101,12 +101,19 @@ class InfoBox:
         if self.length[i]:
             self.length[i] = 0
 
-    def take(self, env_ids: np.ndarray) -> list[tuple[int, dict[str, Any]]]:
+    def take(self, env_ids: np.ndarray, whole: bool = False) -> list[tuple[int, dict[str, Any]]]:
         """(position in `env_ids`, info) for each returned env whose slot holds something, in
         position order (gymnasium's dtypes follow the first env); those slots are emptied.
+        `whole`: `env_ids` is every env in order (a sync step), so a position is the env id.
         Dropped info is reported when it holds a key not reported yet."""
         out: list[tuple[int, dict[str, Any]]] = []
-        if self.filled:
+        if self.filled and whole:  # every slot is returned: no membership test per env
+            objects = self.objects
+            out = [(i, objects[i]) for i in sorted(self.filled)]
+            for i, _ in out:
+                objects[i] = None
+            self.filled.clear()
+        elif self.filled:
             filled = self.filled
             for pos, i in enumerate(env_ids.tolist()):
                 if i in filled:
@@ -129,9 +136,10 @@ class InfoBox:
                 out.sort(key=lambda entry: entry[0])
         return out
 
-    def batch(self, env_ids: np.ndarray) -> dict[str, Any]:
-        """The returned envs' undeclared info, batched as gymnasium's vector envs batch it."""
-        return batch_infos(self.take(env_ids), len(env_ids))
+    def batch(self, env_ids: np.ndarray, whole: bool = False) -> dict[str, Any]:
+        """The returned envs' undeclared info, batched as gymnasium's vector envs batch it
+        (`whole`: `env_ids` is every env in order)."""
+        return batch_infos(self.take(env_ids, whole), len(env_ids))
 
     def _warn(self, dropped: Dropped) -> None:
         if self.warned.issuperset(dropped.keys):
