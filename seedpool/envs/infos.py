@@ -139,6 +139,17 @@ class InfoBox:
     def batch(self, env_ids: np.ndarray, whole: bool = False) -> dict[str, Any]:
         """The returned envs' undeclared info, batched as gymnasium's vector envs batch it
         (`whole`: `env_ids` is every env in order)."""
+        if whole and self.filled and not self.used[0]:
+            # A sync step of envs in this process (the serial loop): batched straight from the
+            # slots, in env order, as SyncVectorEnv batches its envs' infos.
+            objects, filled = self.objects, self.filled
+            add = _Batcher(len(objects))._add_info
+            out: dict[str, Any] = {}
+            for i in (range(len(objects)) if len(filled) == len(objects) else sorted(filled)):
+                out = add(out, objects[i], i)
+                objects[i] = None
+            filled.clear()
+            return out
         return batch_infos(self.take(env_ids, whole), len(env_ids))
 
     def _warn(self, dropped: Dropped) -> None:
