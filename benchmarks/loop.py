@@ -51,7 +51,7 @@ from seedpool.bench.report import machine_info
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, also when imported
 from loop_offpolicy import OffPolicyLoop  # noqa: E402
-from loop_report import header, paired_ratio, table, threads_of  # noqa: E402
+from loop_report import header, table, threads_of  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "loop.md"
 
@@ -77,6 +77,8 @@ CASES = {
     "pong8": LoopCase("Pong-v5 x 8 (Nature CNN)", "Pong-v5", 8, "Pong-v5", 32, atari=True),
     "hc4_offpolicy": LoopCase("HalfCheetah-v5 x 4, off-policy (1 gradient step per step)", "HalfCheetah-v5", 4,
                               None, 100, offpolicy=True),
+    "hc16_offpolicy": LoopCase("HalfCheetah-v5 x 16, off-policy (1 gradient step per step)", "HalfCheetah-v5", 16,
+                               None, 50, offpolicy=True),
 }
 
 
@@ -378,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     load_before = os.getloadavg()
     sections: list[str] = []
-    ratios: dict[str, list[tuple[str, str, float]]] = {}
+    summary: dict[str, tuple[str, dict]] = {}
     for key in filter(None, args.cases.split(",")):
         case = CASES[key]
         case = dataclasses.replace(case, rollout=max(2, round(case.rollout * args.rollout_scale)))
@@ -386,13 +388,10 @@ def main(argv: list[str] | None = None) -> int:
         runs, layouts = measure(case, engines, args.repeats, log)
         base = "envpool" if case.atari else "gym_sync"
         sections += table(case.name, base, runs, layouts)
-        for engine in runs:
-            paired = paired_ratio(runs, engine, base)
-            if engine.startswith(("auto", "overlap")) and paired is not None:
-                ratios.setdefault(engine, []).append((case.name, base, paired))
+        summary[case.name] = (base, runs)
     for key in filter(None, args.why.split(",")):
         sections += why_table(CASES[key], log)
-    head = header(args, info, (load_before[0], os.getloadavg()[0]), ratios)
+    head = header(args, info, (load_before[0], os.getloadavg()[0]), summary)
     text = "\n".join(head + [""] + sections)
     print(text)
     if not args.quick:

@@ -53,8 +53,36 @@ def table(name: str, base: str, runs: Runs, layouts: dict[str, str]) -> list[str
     return lines + [""]
 
 
-def header(args: argparse.Namespace, info: dict[str, str], loads: tuple[float, float],
-           ratios: dict[str, list[tuple[str, str, float]]]) -> list[str]:
+Summary = dict[str, tuple[str, Runs]]  # case name -> (baseline, its runs)
+
+
+def summary(cases: Summary, same_threads: bool) -> list[str]:
+    """One table of every case's auto/overlap engines ÷ baseline (`same_threads`: ÷ the
+    baseline on each engine's own torch threads, for the `name@T` engines only)."""
+    engines: list[str] = []
+    for _, runs in cases.values():
+        engines += [e for e in runs if e.startswith(("auto", "overlap")) and e not in engines
+                    and (threads_of(e) is not None or not same_threads)]
+    if not engines:
+        return []
+    title = ("## `name@T` engines ÷ the baseline on the same torch threads" if same_threads
+             else "## Engines ÷ the baseline on torch's default threads (as a user runs it)")
+    lines = ["", title, "", "Medians of per-round ratios.", "",
+             "| case | baseline | " + " | ".join(engines) + " |", "| --- | --- |" + " ---: |" * len(engines)]
+    columns: dict[str, list[float]] = {e: [] for e in engines}
+    for name, (base, runs) in cases.items():
+        cells = []
+        for e in engines:
+            x = paired_ratio(runs, e, same_threads_base(e, base) if same_threads else base)
+            cells.append("" if x is None else f"{x:.2f}")
+            if x is not None:
+                columns[e].append(x)
+        lines.append(f"| {name} | {base} | " + " | ".join(cells) + " |")
+    meds = [f"**{statistics.median(v):.2f}**" if v else "" for v in columns.values()]
+    return lines + ["| **median** | | " + " | ".join(meds) + " |"]
+
+
+def header(args: argparse.Namespace, info: dict[str, str], loads: tuple[float, float], cases: Summary) -> list[str]:
     """The report's head: machine, versions, method, load, and the ratio summaries."""
     head = ["# seedpool inside a training loop", ""]
     head += [f"- **{k}:** {v}" for k, v in info.items()]
@@ -72,9 +100,4 @@ def header(args: argparse.Namespace, info: dict[str, str], loads: tuple[float, f
              f"- **load average (1 min) before/after:** {loads[0]:.2f} / {loads[1]:.2f}; {shared}."]
     if args.note:
         head.append(f"- **note:** {args.note}")
-    for engine, rows in ratios.items():
-        head += ["", f"## {engine} ÷ baseline (median of per-round ratios)", "",
-                 f"| case | baseline | {engine} ÷ baseline |", "| --- | --- | ---: |"]
-        head += [f"| {c} | {b} | {x:.2f} |" for c, b, x in rows]
-        head.append(f"| **median** | | **{statistics.median(x for _, _, x in rows):.2f}** |")
-    return head
+    return head + summary(cases, False) + summary(cases, True)
