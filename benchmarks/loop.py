@@ -1,6 +1,6 @@
 """The engine inside a training loop: seedpool vs gymnasium SyncVectorEnv vs EnvPool.
 
-    .venv/bin/python benchmarks/loop.py                  # every case, 7 rounds
+    .venv/bin/python benchmarks/loop.py                  # every case, 21 rounds (~12 min on 2 cores)
     .venv/bin/python benchmarks/loop.py --cases hc2,pong8 --repeats 3 --rollout-scale 0.25
     .venv/bin/python benchmarks/loop.py --quick          # smoke run, table not written
 
@@ -221,7 +221,7 @@ class Loop:
         return out
 
 
-ENGINES = ("gym_sync", "auto", "serial", "process", "overlap", "envpool")
+ENGINES = ("gym_sync", "auto", "overlap", "envpool", "gym_sync@1", "auto@1", "overlap@1", "envpool@1")
 OFFPOLICY_ENGINES = ("gym_sync", "auto", "overlap", "gym_sync@1", "auto@1", "overlap@1", "overlap_1w@1",
                      "overlap_thread@1")
 
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {sorted(CASES)}")
     p.add_argument("--engines", default=",".join(ENGINES), help="engines of the PPO and Atari cases")
     p.add_argument("--offpolicy-engines", default=",".join(OFFPOLICY_ENGINES), help="engines of the off-policy cases")
-    p.add_argument("--repeats", type=int, default=7, help="rounds: timed iterations per engine")
+    p.add_argument("--repeats", type=int, default=21, help="rounds: timed iterations per engine")
     p.add_argument("--rollout-scale", type=float, default=1.0,
                    help="scale every case's rollout (and so its update) length, for a shorter run")
     p.add_argument("--quick", action="store_true", help="1 repeat, 1 iteration, no table written")
