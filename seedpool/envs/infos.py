@@ -66,6 +66,7 @@ class InfoBox:
         self.used = spaces.empty((1,), np.int8, shared)  # set once a worker filled a row
         self.home = os.getpid()
         self.warned: set[str] = set()  # dropped keys already reported
+        self.add_info = _Batcher(num_envs)._add_info  # gymnasium's rule, for a batch of every env
 
     def writer(self) -> Callable[[int, dict[str, Any]], None]:
         """The `put(i, info)` for a runner in the calling process: a worker process pickles."""
@@ -139,18 +140,22 @@ class InfoBox:
     def batch(self, env_ids: np.ndarray, whole: bool = False) -> dict[str, Any]:
         """The returned envs' undeclared info, batched as gymnasium's vector envs batch it
         (`whole`: `env_ids` is every env in order)."""
+        return batch_infos(self.take(env_ids, whole), len(env_ids))
+
+    def add_to(self, info: dict[str, Any], env_ids: np.ndarray, whole: bool = False) -> dict[str, Any]:
+        """`info` (the batch's, whose keys no env's undeclared entry can have: they are the
+        engine's or declared ones) with the returned envs' undeclared info added, batched."""
         if whole and self.filled and not self.used[0]:
             # A sync step of envs in this process (the serial loop): batched straight from the
             # slots, in env order, as SyncVectorEnv batches its envs' infos.
-            objects, filled = self.objects, self.filled
-            add = _Batcher(len(objects))._add_info
-            out: dict[str, Any] = {}
+            objects, filled, add = self.objects, self.filled, self.add_info
             for i in (range(len(objects)) if len(filled) == len(objects) else sorted(filled)):
-                out = add(out, objects[i], i)
+                info = add(info, objects[i], i)
                 objects[i] = None
             filled.clear()
-            return out
-        return batch_infos(self.take(env_ids, whole), len(env_ids))
+        else:
+            info.update(self.batch(env_ids, whole))
+        return info
 
     def _warn(self, dropped: Dropped) -> None:
         if self.warned.issuperset(dropped.keys):
