@@ -145,7 +145,7 @@ class EnvRunner:
         take_info, put_extra, declared = self._take_info, self.put_extra, self.declared
         # No declared info arrays: an info of only the env's own keys (a MuJoCo env's, every
         # step) goes to its slot as it is, without the general path's lookups.
-        whole_info = not self.info_items
+        no_arrays = not self.info_items
         i = -1
         try:
             for i in ids:
@@ -165,7 +165,7 @@ class EnvRunner:
                 elapsed_step[i] = n
                 episode_return[i] = ret
                 if info:  # most envs return an empty dict: then nothing more is done
-                    if whole_info and declared.isdisjoint(info):
+                    if no_arrays and declared.isdisjoint(info):
                         put_extra(i, info)
                     else:
                         take_info(i, info)
