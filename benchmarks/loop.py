@@ -1,6 +1,6 @@
 """The engine inside a training loop: seedpool vs gymnasium SyncVectorEnv vs EnvPool.
 
-    .venv/bin/python benchmarks/loop.py                  # every case, 7 rounds
+    .venv/bin/python benchmarks/loop.py                  # every case, 21 rounds (~12 min on 2 cores)
     .venv/bin/python benchmarks/loop.py --cases hc2,pong8 --repeats 3 --rollout-scale 0.25
     .venv/bin/python benchmarks/loop.py --quick          # smoke run, table not written
 
@@ -15,10 +15,18 @@ up; then each round times one iteration (rollout + update) of every engine, in a
 rotated every round, so that load which comes and goes hits them alike. The table reports
 medians and min-max over rounds, and the median of per-round ratios to the baseline.
 
+The off-policy cases (`*_offpolicy`) have SAC/TD3's shape instead (benchmarks/loop_offpolicy.py):
+every vector step is followed by one gradient step of a 256-256 actor and critic on 256
+replay rows, so the learner runs between every two steps and the async pattern can hide the
+whole env step behind it.
+
 Engines: `gym_sync` (gymnasium.vector.SyncVectorEnv), `auto` (seedpool.make_vec, no backend
 argument: the one-line replacement), `serial` (backend="serial"), `process` (backend="process"),
 `overlap` (seedpool's async pattern: `send` the actions before the update and `recv` after it,
-so the envs step while the learner computes), `envpool` (envpool.make, where it has the task).
+so the envs step while the learner computes; envs in worker processes), `overlap_1w` (the same,
+one worker process), `overlap_thread` (the same, envs in worker threads), `envpool` (envpool.make,
+where it has the task). `name@T`: that engine's loop with torch on T threads (built under T
+too, so that `auto` sees them); without it, torch's default (one thread per core).
 """
 
 from __future__ import annotations
@@ -41,6 +49,10 @@ from torch import nn
 import seedpool
 from seedpool.bench.report import machine_info
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, also when imported
+from loop_offpolicy import OffPolicyLoop  # noqa: E402
+from loop_report import header, table, threads_of  # noqa: E402
+
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "loop.md"
 
 
@@ -52,8 +64,9 @@ class LoopCase:
     env_id: str
     num_envs: int
     envpool_id: str | None  # EnvPool's name for the task, None where it has none
-    rollout: int  # steps per env between updates
+    rollout: int  # steps per env between updates (off-policy: vector steps per timed iteration)
     atari: bool = False
+    offpolicy: bool = False  # one gradient step per vector step (SAC/TD3's shape)
 
 
 CASES = {
@@ -62,6 +75,10 @@ CASES = {
     "hc8": LoopCase("HalfCheetah-v5 x 8", "HalfCheetah-v5", 8, "HalfCheetah-v4", 64),
     "pendulum4": LoopCase("Pendulum-v1 x 4", "Pendulum-v1", 4, "Pendulum-v1", 128),
     "pong8": LoopCase("Pong-v5 x 8 (Nature CNN)", "Pong-v5", 8, "Pong-v5", 32, atari=True),
+    "hc4_offpolicy": LoopCase("HalfCheetah-v5 x 4, off-policy (1 gradient step per step)", "HalfCheetah-v5", 4,
+                              None, 100, offpolicy=True),
+    "hc16_offpolicy": LoopCase("HalfCheetah-v5 x 16, off-policy (1 gradient step per step)", "HalfCheetah-v5", 16,
+                               None, 50, offpolicy=True),
 }
 
 
@@ -131,8 +148,13 @@ class Learner:
 
 
 # -- the engines --------------------------------------------------------------------------------
+# The async pattern's layouts: where the envs live while this process learns.
+OVERLAP = {"overlap": {"backend": "process"}, "overlap_1w": {"backend": "process", "num_workers": 1},
+           "overlap_thread": {"backend": "thread"}}
+
+
 def build(engine: str, case: LoopCase) -> Any:
-    """The vector env `engine` gives for `case` (None where it has no such task)."""
+    """The vector env `engine` (its name without `@T`) gives for `case` (None where it has no such task)."""
     n = case.num_envs
     if engine == "envpool":
         if case.envpool_id is None:
@@ -143,13 +165,13 @@ def build(engine: str, case: LoopCase) -> Any:
     if case.atari:
         if engine == "gym_sync":
             return None  # CleanRL's Atari loop is written for EnvPool: compare with that
-        kwargs = {} if engine == "auto" else {"backend": "process" if engine == "overlap" else engine}
+        kwargs = {} if engine == "auto" else OVERLAP.get(engine, {"backend": engine})
         return seedpool.make(case.env_id, num_envs=n, seed=0, **kwargs)
     thunks = [cleanrl_thunk(case.env_id) for _ in range(n)]
     if engine == "gym_sync":
         return gym.vector.SyncVectorEnv(thunks)
-    if engine == "overlap":  # the envs must live in workers to step while this process learns
-        return seedpool.make(thunks, seed=0, backend="process")
+    if engine in OVERLAP:  # the envs must live in workers to step while this process learns
+        return seedpool.make(thunks, seed=0, **OVERLAP[engine])
     kwargs = {} if engine == "auto" else {"backend": engine}
     return seedpool.make_vec(thunks, **kwargs)
 
@@ -158,7 +180,7 @@ class Loop:
     """One engine's training loop, advanced an iteration (a rollout and an update) at a time."""
 
     def __init__(self, envs: Any, engine: str, case: LoopCase):
-        self.envs, self.case, self.overlap = envs, case, engine == "overlap"
+        self.envs, self.case, self.overlap = envs, case, engine in OVERLAP
         # EnvPool's envs name the single env's spaces without the "single_" (as seedpool's pools also do)
         space = getattr(envs, "single_action_space", envs.action_space)
         obs_space = getattr(envs, "single_observation_space", envs.observation_space)
@@ -199,7 +221,40 @@ class Loop:
         return out
 
 
-ENGINES = ("gym_sync", "auto", "serial", "process", "overlap", "envpool")
+ENGINES = ("gym_sync", "auto", "overlap", "envpool", "gym_sync@1", "auto@1", "overlap@1", "envpool@1")
+OFFPOLICY_ENGINES = ("gym_sync", "auto", "overlap", "gym_sync@1", "auto@1", "overlap@1", "overlap_1w@1",
+                     "overlap_thread@1")
+
+
+class torch_threads:
+    """Run a block with torch on `n` intra-op threads (None: leave them), then restore them."""
+
+    def __init__(self, n: int | None):
+        self.n, self.before = n, torch.get_num_threads()
+
+    def __enter__(self) -> None:
+        if self.n is not None:
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc: object) -> None:
+        torch.set_num_threads(self.before)
+
+
+def make_loop(engine: str, case: LoopCase, log: Callable[[str], None]) -> Any:
+    """The loop of `engine` (`name` or `name@T`) for `case`, built under its torch threads and
+    warmed up; None where the engine has no such task or a dependency is missing."""
+    name = engine.split("@")[0]
+    with torch_threads(threads_of(engine)):
+        try:
+            envs = build(name, case)
+        except (ImportError, gym.error.DependencyNotInstalled) as err:  # envpool, mujoco: optional
+            log(f"  {case.name} {engine}: skipped, {err}")
+            return None
+        if envs is None:
+            return None
+        loop = OffPolicyLoop(envs, name in OVERLAP, case.rollout) if case.offpolicy else Loop(envs, name, case)
+        loop.iteration()  # warm-up
+    return loop
 
 
 # -- why: torch's threads after a forward ----------------------------------------------------
@@ -281,22 +336,18 @@ def measure(case: LoopCase, engines: list[str], rounds: int, log: Callable[[str]
     """Every engine built side by side and warmed up, then `rounds` rounds of one iteration each,
     in an order rotated every round: load that comes and goes hits every engine alike. Per
     engine the list of rounds and the layout seen."""
-    loops: dict[str, Loop] = {}
+    loops: dict[str, Any] = {}
     try:
         for engine in engines:
-            try:
-                envs = build(engine, case)
-            except (ImportError, gym.error.DependencyNotInstalled) as err:  # envpool, mujoco: optional
-                log(f"  {case.name} {engine}: skipped, {err}")
-                continue
-            if envs is not None:
-                loops[engine] = Loop(envs, engine, case)
-                loops[engine].iteration()  # warm-up
+            loop = make_loop(engine, case, log)
+            if loop is not None:
+                loops[engine] = loop
         names = list(loops)
         runs: dict[str, list[dict[str, float]]] = {e: [] for e in names}
         for r in range(rounds):
             for engine in names[r % len(names):] + names[: r % len(names)]:
-                runs[engine].append(loops[engine].iteration())
+                with torch_threads(threads_of(engine)):
+                    runs[engine].append(loops[engine].iteration())
             log(f"  {case.name} round {r}: " + ", ".join(f"{e} {runs[e][-1]['sps']:.0f}" for e in names))
         return runs, {e: describe(lp.envs) for e, lp in loops.items()}
     finally:
@@ -304,62 +355,13 @@ def measure(case: LoopCase, engines: list[str], rounds: int, log: Callable[[str]
             lp.envs.close()
 
 
-def paired_ratio(runs: dict[str, list[dict[str, float]]], engine: str, base: str) -> float | None:
-    """Median over rounds of engine's rate over base's in the same round."""
-    if base not in runs or engine not in runs:
-        return None
-    return statistics.median(a["sps"] / b["sps"] for a, b in zip(runs[engine], runs[base]))
-
-
-def table(case: LoopCase, runs: dict[str, list[dict[str, float]]], layouts: dict[str, str]) -> list[str]:
-    """One markdown table for a case."""
-    base = "envpool" if case.atari else "gym_sync"
-    med = {e: statistics.median(r["sps"] for r in v) for e, v in runs.items()}
-    lines = [f"## {case.name}", "",
-             f"| engine | steps/s (median) | min–max | × {base} (paired) | act % | env % | learn % | layout |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for e, v in runs.items():
-        sps = [r["sps"] for r in v]
-        paired = paired_ratio(runs, e, base)
-        ratio = f"{paired:.2f}" if paired is not None else ""
-        shares = [f"{statistics.median(r[k] for r in v):.0f}" for k in ("act%", "env%", "learn%")]
-        lines.append(f"| {e} | {med[e]:,.0f} | {min(sps):,.0f}–{max(sps):,.0f} | {ratio} | "
-                     f"{' | '.join(shares)} | {layouts.get(e, '')} |")
-    return lines + [""]
-
-
-def header(args: argparse.Namespace, info: dict[str, str], loads: tuple[float, float],
-           ratios: dict[str, list[tuple[str, str, float]]]) -> list[str]:
-    """The report's head: machine, versions, method, load, and the ratio summaries."""
-    head = ["# seedpool inside a training loop", ""]
-    head += [f"- **{k}:** {v}" for k, v in info.items()]
-    shared = ("other jobs were running when it started: compare ratios, not absolute rates" if loads[0] > 0.5
-              else "the machine was quiet when it started")
-    head += [f"- **torch threads:** {torch.get_num_threads()}",
-             f"- **method:** per case every engine is built side by side and warmed up with one iteration "
-             f"(a rollout and an update; rollouts x{args.rollout_scale:g} the default lengths), then "
-             f"{args.repeats} rounds time one iteration of each engine, in an order rotated every round. "
-             "steps/s: median and min–max over rounds; × baseline: the median over rounds of the ratio "
-             "to the baseline's rate in the same round. act/env/learn: share of the loop's wall time in "
-             "the policy forward, the env step, the update (overlap: env includes waiting in recv after "
-             "the update).",
-             f"- **load average (1 min) before/after:** {loads[0]:.2f} / {loads[1]:.2f}; {shared}."]
-    if args.note:
-        head.append(f"- **note:** {args.note}")
-    for engine, rows in ratios.items():
-        head += ["", f"## {engine} ÷ baseline (median of per-round ratios)", "",
-                 f"| case | baseline | {engine} ÷ baseline |", "| --- | --- | ---: |"]
-        head += [f"| {c} | {b} | {x:.2f} |" for c, b, x in rows]
-        head.append(f"| **median** | | **{statistics.median(x for _, _, x in rows):.2f}** |")
-    return head
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the cases and the why tables; print the report and write it to --out."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {sorted(CASES)}")
-    p.add_argument("--engines", default=",".join(ENGINES))
-    p.add_argument("--repeats", type=int, default=7, help="rounds: timed iterations per engine")
+    p.add_argument("--engines", default=",".join(ENGINES), help="engines of the PPO and Atari cases")
+    p.add_argument("--offpolicy-engines", default=",".join(OFFPOLICY_ENGINES), help="engines of the off-policy cases")
+    p.add_argument("--repeats", type=int, default=21, help="rounds: timed iterations per engine")
     p.add_argument("--rollout-scale", type=float, default=1.0,
                    help="scale every case's rollout (and so its update) length, for a shorter run")
     p.add_argument("--quick", action="store_true", help="1 repeat, 1 iteration, no table written")
@@ -374,25 +376,22 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.torch_threads)
     if args.quick:
         args.repeats = 1
-    engines = args.engines.split(",")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     info = machine_info()
     load_before = os.getloadavg()
     sections: list[str] = []
-    ratios: dict[str, list[tuple[str, str, float]]] = {}
+    summary: dict[str, tuple[str, dict]] = {}
     for key in filter(None, args.cases.split(",")):
         case = CASES[key]
         case = dataclasses.replace(case, rollout=max(2, round(case.rollout * args.rollout_scale)))
+        engines = (args.offpolicy_engines if case.offpolicy else args.engines).split(",")
         runs, layouts = measure(case, engines, args.repeats, log)
-        sections += table(case, runs, layouts)
         base = "envpool" if case.atari else "gym_sync"
-        for engine in ("auto", "overlap"):
-            paired = paired_ratio(runs, engine, base)
-            if paired is not None:
-                ratios.setdefault(engine, []).append((case.name, base, paired))
+        sections += table(case.name, base, runs, layouts)
+        summary[case.name] = (base, runs)
     for key in filter(None, args.why.split(",")):
         sections += why_table(CASES[key], log)
-    head = header(args, info, (load_before[0], os.getloadavg()[0]), ratios)
+    head = header(args, info, (load_before[0], os.getloadavg()[0]), summary)
     text = "\n".join(head + [""] + sections)
     print(text)
     if not args.quick:

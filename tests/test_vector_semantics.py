@@ -274,6 +274,8 @@ def test_step_async_and_wait_match_step_and_misuse_is_named(backend):
             vec.step_wait()
         for _ in range(3):
             vec.step_async(np.ones(2, np.int64))
+            with pytest.raises(gym.error.AlreadyPendingCallError, match="pending call to `step`"):
+                vec.step(np.ones(2, np.int64))  # step() is its own path: it must refuse too
             got = vec.step_wait()
             want = ref.step(np.ones(2, np.int64))
             for a, b in zip(got[:4], want[:4]):

@@ -66,6 +66,7 @@ class InfoBox:
         self.used = spaces.empty((1,), np.int8, shared)  # set once a worker filled a row
         self.home = os.getpid()
         self.warned: set[str] = set()  # dropped keys already reported
+        self.add_info = _Batcher(num_envs)._add_info  # gymnasium's rule, for a batch of every env
 
     def writer(self) -> Callable[[int, dict[str, Any]], None]:
         """The `put(i, info)` for a runner in the calling process: a worker process pickles."""
@@ -101,12 +102,19 @@ class InfoBox:
         if self.length[i]:
             self.length[i] = 0
 
-    def take(self, env_ids: np.ndarray) -> list[tuple[int, dict[str, Any]]]:
+    def take(self, env_ids: np.ndarray, whole: bool = False) -> list[tuple[int, dict[str, Any]]]:
         """(position in `env_ids`, info) for each returned env whose slot holds something, in
         position order (gymnasium's dtypes follow the first env); those slots are emptied.
+        `whole`: `env_ids` is every env in order (a sync step), so a position is the env id.
         Dropped info is reported when it holds a key not reported yet."""
         out: list[tuple[int, dict[str, Any]]] = []
-        if self.filled:
+        if self.filled and whole:  # every slot is returned: no membership test per env
+            objects = self.objects
+            out = [(i, objects[i]) for i in sorted(self.filled)]
+            for i, _ in out:
+                objects[i] = None
+            self.filled.clear()
+        elif self.filled:
             filled = self.filled
             for pos, i in enumerate(env_ids.tolist()):
                 if i in filled:
@@ -129,9 +137,25 @@ class InfoBox:
                 out.sort(key=lambda entry: entry[0])
         return out
 
-    def batch(self, env_ids: np.ndarray) -> dict[str, Any]:
-        """The returned envs' undeclared info, batched as gymnasium's vector envs batch it."""
-        return batch_infos(self.take(env_ids), len(env_ids))
+    def batch(self, env_ids: np.ndarray, whole: bool = False) -> dict[str, Any]:
+        """The returned envs' undeclared info, batched as gymnasium's vector envs batch it
+        (`whole`: `env_ids` is every env in order)."""
+        return batch_infos(self.take(env_ids, whole), len(env_ids))
+
+    def add_to(self, info: dict[str, Any], env_ids: np.ndarray, whole: bool = False) -> dict[str, Any]:
+        """`info` (the batch's, whose keys no env's undeclared entry can have: they are the
+        engine's or declared ones) with the returned envs' undeclared info added, batched."""
+        if whole and self.filled and not self.used[0]:
+            # A sync step of envs in this process (the serial loop): batched straight from the
+            # slots, in env order, as SyncVectorEnv batches its envs' infos.
+            objects, filled, add = self.objects, self.filled, self.add_info
+            for i in (range(len(objects)) if len(filled) == len(objects) else sorted(filled)):
+                info = add(info, objects[i], i)
+                objects[i] = None
+            filled.clear()
+        else:
+            info.update(self.batch(env_ids, whole))
+        return info
 
     def _warn(self, dropped: Dropped) -> None:
         if self.warned.issuperset(dropped.keys):

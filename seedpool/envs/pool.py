@@ -346,7 +346,7 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         if self._restart_info:
             info["restarted"] = take(b.status) == RESTARTED
         if b.extra.pending():  # some env returned undeclared info: forward it (see infos.py)
-            info.update(b.extra.batch(env_id))
+            info = b.extra.add_to(info, env_id, whole=sel is None)
         return spaces.gather(b.obs, sel), take(b.reward), take(b.terminated), take(b.truncated), info
 
     def _seed_spaces(self, seeds: list[int]) -> None:

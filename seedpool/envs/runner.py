@@ -142,7 +142,10 @@ class EnvRunner:
         envs, needs_reset, elapsed, returns = self.envs, self.needs_reset, self.elapsed, self.returns
         read_action, limit, same_step = self.read_action, self.limit, self.same_step
         write_obs = b.obs.write if type(b.obs) is spaces.Nested else b.obs.__setitem__
-        take_info = self._take_info
+        take_info, put_extra, declared = self._take_info, self.put_extra, self.declared
+        # No declared info arrays: an info of only the env's own keys (a MuJoCo env's, every
+        # step) goes to its slot as it is, without the general path's lookups.
+        no_arrays = not self.info_items
         i = -1
         try:
             for i in ids:
@@ -162,7 +165,10 @@ class EnvRunner:
                 elapsed_step[i] = n
                 episode_return[i] = ret
                 if info:  # most envs return an empty dict: then nothing more is done
-                    take_info(i, info)
+                    if no_arrays and declared.isdisjoint(info):
+                        put_extra(i, info)
+                    else:
+                        take_info(i, info)
                 if term or trunc:
                     if same_step:
                         spaces.write(b.final_obs, i, obs)

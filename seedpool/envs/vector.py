@@ -109,9 +109,10 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
             self.observation_space.seed(self.pool.space_seed)
 
     def step(self, actions: Any):
-        """Step all envs with one batched action."""
-        self.step_async(actions)
-        return self.step_wait()
+        """Step all envs with one batched action (the pool's own sync step: no pending call is
+        recorded between the halves, which `step_async`/`step_wait` need)."""
+        self._refuse_pending("step_async")
+        return self._gym_step(self.pool.step(actions))
 
     def step_async(self, actions: Any) -> None:
         """Start stepping every env (AsyncVectorEnv's spelling): the envs in workers step
@@ -123,7 +124,11 @@ class SeedpoolVectorEnv(gym.vector.VectorEnv):
     def step_wait(self, timeout: float | None = None, **kwargs: Any):
         """The results of `step_async`; `multiprocessing.TimeoutError` after `timeout` seconds
         (the step goes on: call again)."""
-        obs, rew, term, trunc, info = self._collect("step", lambda: self.pool.recv(timeout), timeout)
+        return self._gym_step(self._collect("step", lambda: self.pool.recv(timeout), timeout))
+
+    def _gym_step(self, out: tuple) -> tuple:
+        """A pool step's results as gymnasium's vector envs return them."""
+        obs, rew, term, trunc, info = out
         if "final_obs" in info:  # same-step autoreset
             final = info.pop("final_obs")
             done = term | trunc
