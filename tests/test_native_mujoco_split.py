@@ -82,6 +82,32 @@ def test_close_stops_the_helper_threads_and_a_dropped_family_does_too():
     assert _helpers() == before
 
 
+def test_a_strided_run_of_one_shards_envs_steps_as_the_same_envs_as_an_index_array():
+    """Interleaved shards (env i in shard i % k): a slice with step k is one shard's run, stepped
+    through views of its rows; the results are those of the same envs given as an index array."""
+    strided, indexed = HalfCheetah(8, threads=2), HalfCheetah(8, threads=2)
+    try:
+        for family in (strided, indexed):
+            for i in range(8):
+                family.seed(i, 100 + i)
+            family.reset(np.arange(8), None)
+        parts = strided.sim._parts(slice(1, 8, 2))
+        assert [(s, type(local)) for s, _, local, _ in parts] == [(1, slice)]  # shard 1's rows, as views
+        rng = np.random.default_rng(5)
+        for t in range(20):
+            lo = 1 if t % 2 else 3  # a run from the shard's first row, and one from its second
+            envs = np.arange(lo, 8, 2)
+            actions = rng.uniform(-1, 1, (len(envs), 6)).astype(np.float32)
+            got = strided.step(slice(lo, 8, 2), actions)
+            want = indexed.step(envs, actions)
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(strided.sim.qpos, indexed.sim.qpos)
+    finally:
+        strided.close()
+        indexed.close()
+
+
 def test_threads_option_is_checked_and_one_thread_has_no_shards():
     with pytest.raises(ValueError, match="threads must be a positive int"):
         HalfCheetah(4, threads=0)
