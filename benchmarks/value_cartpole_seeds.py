@@ -13,13 +13,20 @@ versions) to results/value_cartpole_seeds.jsonl. The table is written from those
 """
 import dataclasses
 import json
+import shutil
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+import torch
 
 from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table
 
+from seedpool.algos.dqn import POLICY_AVERAGE
+from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.evaluate import evaluate_run
+from seedpool.experiment.run import CHECKPOINT_FILE
 from seedpool.trainers.apex import apex_defaults, train_apex
 from seedpool.trainers.dqn import dqn_defaults, train_dqn
 
@@ -42,9 +49,28 @@ def run_one(algo: str, overrides: dict, seed: int) -> dict:
     cfg = dataclasses.replace(cfg, **overrides.get("run", {}))
     t0 = time.time()
     result = train(cfg)
+    seconds = time.time() - t0
     evaluation = evaluate_run(result.run_dir, episodes=20)
-    return {"greedy_mean": evaluation.mean, "greedy_std": evaluation.std, "train_last20": result.final_return,
-            "steps": result.step, "seconds": time.time() - t0, "run_dir": str(result.run_dir)}
+    record = {"greedy_mean": evaluation.mean, "greedy_std": evaluation.std, "train_last20": result.final_return,
+              "steps": result.step, "seconds": seconds, "run_dir": str(result.run_dir)}
+    online = evaluate_online_weights(Path(result.run_dir))
+    if online is not None:
+        record.update(greedy_online_mean=online.mean, greedy_online_std=online.std)
+    return record
+
+
+def evaluate_online_weights(run_dir: Path):
+    """Where the run's policy is an average of the online weights (QLearningConfig.policy_average):
+    the same greedy evaluation of the online network at the last step, from a copy of the run folder
+    whose checkpoint drops the average. None where there is no average."""
+    state = load_checkpoint(run_dir / CHECKPOINT_FILE)
+    if POLICY_AVERAGE not in (state.get("learner") or {}):
+        return None
+    del state["learner"][POLICY_AVERAGE]
+    online_dir = run_dir.with_name(run_dir.name + "-online")
+    shutil.copytree(run_dir, online_dir)
+    torch.save(state, online_dir / CHECKPOINT_FILE)
+    return evaluate_run(online_dir, episodes=20)
 
 
 def write_table() -> None:
@@ -52,17 +78,23 @@ def write_table() -> None:
     records = read_records(DATA)
     lines = ["# DQN / Ape-X on CartPole-v1: greedy policy at the end of the budget, per seed", ""]
     lines += provenance(records, DATA, NOTES, "value_cartpole_seeds.py")
-    lines += ["", '"greedy" is `seedpool eval RUN --episodes 20` of the final checkpoint (what '
+    lines += ["", '"greedy" is `seedpool eval RUN --episodes 20` of the final checkpoint (its policy; what '
               "`tests/test_learning_dqn.py` asserts, >= 475); \"train\" is the mean of the last 20 training "
-              "episodes (with exploration); - where a run did not record it. \"same\" repeats the row above's "
+              "episodes (with exploration); \"online weights\" the greedy evaluation of the online network at the "
+              "last step where the run's policy is an average of its weights (the same run); - where a run did "
+              "not record it. \"same\" repeats the row above's "
               "variant.", ""]
     rows, previous = [], None
     for r in records:
         variant = "same" if r["variant"] == previous else r["variant"]
         previous = r["variant"]
         train = "-" if r["train_last20"] is None else f"{r['train_last20']:.1f}"
-        rows.append([r["algo"], variant, str(r["seed"]), f"{r['greedy_mean']:.1f} +- {r['greedy_std']:.1f}", train])
-    lines += table(["algo", "variant", "seed", "greedy (20 episodes)", "train last 20"], rows, "llrrr")
+        online = (f"{r['greedy_online_mean']:.1f} +- {r['greedy_online_std']:.1f}"
+                  if "greedy_online_mean" in r else "-")
+        rows.append([r["algo"], variant, str(r["seed"]), f"{r['greedy_mean']:.1f} +- {r['greedy_std']:.1f}", online,
+                     train])
+    lines += table(["algo", "variant", "seed", "greedy (20 episodes)", "online weights, greedy", "train last 20"],
+                   rows, "llrrrr")
     lines += notes_section(NOTES)
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT} from {len(records)} records")
@@ -80,7 +112,8 @@ def main() -> None:
             record = {"algo": algo, "variant": name, "overrides": overrides, "seed": seed,
                       **run_one(algo, overrides, seed)}
             append_record(DATA, record)
-            print(f"RESULT {algo} {name} seed={seed} greedy={record['greedy_mean']:.1f}+-{record['greedy_std']:.1f} "
+            online = f" online={record['greedy_online_mean']:.1f}" if "greedy_online_mean" in record else ""
+            print(f"RESULT {algo} {name} seed={seed} greedy={record['greedy_mean']:.1f}+-{record['greedy_std']:.1f}{online} "
                   f"train_last20={record['train_last20']:.1f} steps={record['steps']} "
                   f"time={record['seconds']:.0f}s run={record['run_dir']}", flush=True)
 

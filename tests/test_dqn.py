@@ -175,6 +175,39 @@ def test_state_dict_round_trip_includes_the_target_network():
     assert torch.equal(b.params, b.target_params)
 
 
+def test_policy_average_is_the_running_mean_then_an_exponential_average():
+    learner = _learner(policy_average=3)
+    seen = [learner.params.detach().clone()]
+    for k in range(1, 6):
+        learner.update(_batch(seed=k))
+        seen.append(learner.params.detach().clone())
+        if k <= 3:  # the mean of the weights after each step so far: no pull towards the initial ones
+            expected = torch.stack(seen[1:]).mean(0)
+        else:
+            expected = expected + (seen[-1] - expected) / 3
+        torch.testing.assert_close(learner.average_params, expected)
+    assert not torch.equal(learner.average_params, learner.params)
+    assert not learner.average_params.requires_grad
+
+
+def test_policy_average_round_trips_and_a_checkpoint_without_one_starts_it_from_the_model():
+    a = _learner(policy_average=4)
+    for k in range(6):
+        a.update(_batch(seed=k))
+    state = a.state_dict()
+    assert set(state["policy_average"]) == set(state["model"])
+    b = DQNLearner(make_q_network(OBS, ACTIONS, QModelConfig(hidden_sizes=())), a.cfg, total_steps=1000)
+    b.load_state_dict(state)
+    assert torch.equal(b.average_params, a.average_params)
+    del state["policy_average"]
+    c = DQNLearner(make_q_network(OBS, ACTIONS, QModelConfig(hidden_sizes=())), a.cfg, total_steps=1000)
+    c.load_state_dict(state)
+    assert torch.equal(c.average_params, a.params)
+    assert "policy_average" not in _learner().state_dict()  # off by default
+    with pytest.raises(ValueError, match="policy_average"):
+        _learner(policy_average=-1)
+
+
 def test_linear_schedule_and_dqns_epsilon():
     assert [linear_schedule(1.0, 0.05, 0.1, p) for p in (0.0, 0.05, 0.1, 0.7)] == pytest.approx(
         [1.0, 0.525, 0.05, 0.05])

@@ -156,7 +156,10 @@ def test_make_replay_stores_stacked_frames_once():
 def test_apex_runs_end_to_end_logs_returns_by_epsilon_group_and_resumes(tmp_path):
     import dataclasses
 
+    from seedpool.experiment.checkpoint import load_checkpoint
+    from seedpool.experiment.evaluate import load_run_policy
     from seedpool.experiment.metrics import read_metrics
+    from seedpool.experiment.run import CHECKPOINT_FILE
     from seedpool.trainers.apex import apex_defaults, train_apex
 
     cfg = apex_defaults("CartPole-v1")
@@ -171,3 +174,11 @@ def test_apex_runs_end_to_end_logs_returns_by_epsilon_group_and_resumes(tmp_path
     assert (result.run_dir / "replay.npz").exists()
     resumed = train_apex(dataclasses.replace(cfg, resume=result.run_dir, total_timesteps=6000))
     assert resumed.run_dir == result.run_dir and resumed.step >= 6000
+    # CartPole's policy is the average of the online weights: evaluation loads it, not the model.
+    state = load_checkpoint(result.run_dir / CHECKPOINT_FILE)
+    average = state["learner"]["policy_average"]
+    assert any(not torch.equal(average[k], state["model"][k]) for k in average)
+    with _pool() as pool:
+        policy = load_run_policy(result.run_dir, (pool.single_observation_space, pool.single_action_space))
+    for name, weights in policy.q_net.state_dict().items():
+        assert torch.equal(weights, average[name]), name

@@ -72,6 +72,10 @@ class QLearningConfig:
     """Clip the global gradient norm to this value."""
     loss: Literal["huber", "mse"] = "huber"
     """TD loss per row: Huber (smooth L1, delta 1) or squared error."""
+    policy_average: int = 0
+    """Time constant, in gradient steps, of a moving average of the online network's weights that
+    the run keeps as its policy (what `seedpool eval`, the run's evaluations and videos use; acting
+    and learning use the online network). 0: the policy is the online network itself."""
 
 
 @dataclass
@@ -89,6 +93,9 @@ class DQNConfig(QLearningConfig):
     exploration_final_eps: float = 0.05
     """Epsilon after the exploration fraction of the run."""
 
+
+POLICY_AVERAGE = "policy_average"
+"""Checkpoint key of the averaged policy's weights (`QLearningConfig.policy_average`)."""
 
 RENAMED_OPTIONS = {"batch_size": "minibatch_size"}
 """Old names of `QLearningConfig` options -> today's (still accepted, with a deprecation line)."""
@@ -185,6 +192,8 @@ class DQNLearner(GradientLearner):
                              f"target_network_frequency={cfg.target_network_frequency}")
         if cfg.loss not in ("huber", "mse"):
             raise ValueError(f"loss must be 'huber' or 'mse', got {cfg.loss!r}")
+        if cfg.policy_average < 0:
+            raise ValueError(f"policy_average (gradient steps) must be >= 0, got {cfg.policy_average}")
         self.device = torch.device(device)
         model = model.to(self.device)
         # One flat tensor per network: Adam, clipping and the target update are one op each.
@@ -194,6 +203,11 @@ class DQNLearner(GradientLearner):
         for p in (self.target_params, *self.target.parameters()):
             p.grad = None  # the target network never takes a gradient
         self.target.requires_grad_(False)
+        self.average = self.average_params = None
+        if cfg.policy_average:
+            self.average = copy.deepcopy(model)
+            self.average_params = flatten_parameters(self.average).requires_grad_(False)
+            self.average_params.grad = None
         optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps,
                                      fused=self.device.type in ("cpu", "cuda"))
         super().__init__(model, optimizer, total_steps, name="DQN TD", max_grad_norm=cfg.max_grad_norm,
@@ -212,6 +226,8 @@ class DQNLearner(GradientLearner):
         self._advance(env_steps)
         if self.version % self.cfg.target_network_frequency == 0:
             self.update_target()
+        if self.average is not None:
+            self.update_average()
         priorities = td_error.abs().float().cpu().numpy()
         metrics = {
             "losses/td_loss": float(loss.detach()),
@@ -230,11 +246,22 @@ class DQNLearner(GradientLearner):
         else:
             self.target_params.lerp_(self.params, self.cfg.tau)
 
+    @torch.no_grad()
+    def update_average(self) -> None:
+        """The policy's moving average: the mean of the weights so far for the first
+        `policy_average` steps (no pull towards the initial ones), then an exponential average."""
+        self.average_params.lerp_(self.params, 1.0 / min(self.version, self.cfg.policy_average))
+
     def state_dict(self) -> dict:
-        """Model, target network, optimizer and counters."""
-        return {**super().state_dict(), "target": self.target.state_dict()}
+        """Model, target network, optimizer, counters, and the policy's average where kept."""
+        state = {**super().state_dict(), "target": self.target.state_dict()}
+        if self.average is not None:
+            state[POLICY_AVERAGE] = self.average.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore what `state_dict` returned."""
+        """Restore what `state_dict` returned (a checkpoint without an average starts one from the model)."""
         super().load_state_dict(state)
         self.target.load_state_dict(state["target"])
+        if self.average is not None:
+            self.average.load_state_dict(state.get(POLICY_AVERAGE, state["model"]))

@@ -16,6 +16,7 @@ import torch
 
 from seedpool.actors.actions import env_actions
 from seedpool.actors.memory import PolicyMemory
+from seedpool.algos.dqn import POLICY_AVERAGE
 from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.config import config_from_dict
 from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
@@ -67,7 +68,9 @@ def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> ActorCritic:
     else:
         policy = make_policy(*spaces, config_from_dict(ModelConfig, cfg["model"])).to(device)
     try:
-        policy.load_state_dict(state["model"])
+        # A Q-learner that keeps an average of its weights as its policy saves it with its own state.
+        average = (state.get("learner") or {}).get(POLICY_AVERAGE)
+        policy.load_state_dict(state["model"] if average is None else average)
     except RuntimeError as err:
         raise RunDirError(f"{run_dir}: the checkpoint does not fit the configured network ({err})") from None
     return policy.eval()
