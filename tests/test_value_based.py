@@ -165,7 +165,7 @@ def test_apex_runs_end_to_end_logs_returns_by_epsilon_group_and_resumes(tmp_path
     cfg = apex_defaults("CartPole-v1")
     cfg = dataclasses.replace(cfg, runs_dir=tmp_path, progress="off", tensorboard=False, total_timesteps=4000,
                               num_envs=8, backend="serial", save_replay=True)
-    cfg.dqn = dataclasses.replace(cfg.dqn, learning_starts=500, buffer_size=5000)
+    cfg.dqn = dataclasses.replace(cfg.dqn, learning_starts=500, buffer_size=5000, policy_average=100)
     result = train_apex(cfg)
     assert result.step >= 4000
     names = {name for _, _, name, _ in read_metrics(result.run_dir / "metrics.csv")}
@@ -174,7 +174,7 @@ def test_apex_runs_end_to_end_logs_returns_by_epsilon_group_and_resumes(tmp_path
     assert (result.run_dir / "replay.npz").exists()
     resumed = train_apex(dataclasses.replace(cfg, resume=result.run_dir, total_timesteps=6000))
     assert resumed.run_dir == result.run_dir and resumed.step >= 6000
-    # CartPole's policy is the average of the online weights: evaluation loads it, not the model.
+    # The run's policy is the average of the online weights: evaluation loads it, not the model.
     state = load_checkpoint(result.run_dir / CHECKPOINT_FILE)
     average = state["learner"]["policy_average"]
     assert any(not torch.equal(average[k], state["model"][k]) for k in average)
