@@ -6,7 +6,8 @@ tests/test_atari.py). Where that C++ does something odd we keep it and say so in
 
 Where a default Pong step goes (profiles in docs/engine.md): mostly the four ALE `act()`
 calls, then the INTER_AREA resize (210x160 -> 84x84 is not an integral ratio, so OpenCV
-takes its generic path; EnvPool calls the same routine) and the two `getScreenGrayscale`
+takes its generic scalar path; EnvPool calls the same routine; `resize.py` computes the same
+result bit for bit in about half the time, and is used where it applies) and the two `getScreenGrayscale`
 calls (ALE's palette loop; a cv2.LUT over `getScreen` indices measured no faster); the
 max-pool and the Python around them are small. Returning a fresh stacked array, shifting a
 preallocated stack and copying it, or returning the stack itself measured alike, so obs is
@@ -27,6 +28,7 @@ from ale_py import ALEInterface
 from .games import camel_name, game_info, resolve_game
 from .noop import NoopSampler
 from .options import AtariOptions
+from .resize import area_resizer
 
 _NOOP, _FIRE = 0, 1  # ALE action ids
 _SEED_MOD = 2**31  # ALE's random_seed is a C int; EnvPool's seed is one too
@@ -73,6 +75,9 @@ class AtariEnv(gymnasium.Env):
         self.observation_space = gymnasium.spaces.Box(0, 255, obs_shape, np.uint8)
         self.action_space = gymnasium.spaces.Discrete(self._num_actions)
         self._interp = cv2.INTER_AREA if opts.use_inter_area_resize else cv2.INTER_LINEAR
+        # OpenCV's INTER_AREA result, compiled (resize.py); cv2 itself where that does not apply.
+        self._area = (area_resizer(info.screen, (opts.img_height, opts.img_width))
+                      if opts.gray_scale and opts.use_inter_area_resize else None)
 
         raw_shape = info.screen if opts.gray_scale else (*info.screen, 3)
         self._pool = [np.zeros(raw_shape, np.uint8), np.zeros(raw_shape, np.uint8)]
@@ -227,8 +232,11 @@ class AtariEnv(gymnasium.Env):
         c = self._channels
         obs = np.empty_like(self._stack)
         if c == 1:
-            newest = obs[-1]  # contiguous (H, W): cv2 writes straight into the new obs
-            cv2.resize(self._pool[0], newest.shape[::-1], dst=newest, interpolation=self._interp)
+            newest = obs[-1]  # contiguous (H, W): the resize writes straight into the new obs
+            if self._area is not None:
+                self._area(self._pool[0], newest)
+            else:
+                cv2.resize(self._pool[0], newest.shape[::-1], dst=newest, interpolation=self._interp)
         else:
             resized = self._resized
             cv2.resize(self._pool[0], resized.shape[1::-1], dst=resized, interpolation=self._interp)
