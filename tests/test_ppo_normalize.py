@@ -1,5 +1,6 @@
 """PPO's observation and reward normalisation (`--model.obs-norm`, `--ppo.reward-norm`)."""
 import copy
+import dataclasses
 
 import gymnasium as gym
 import numpy as np
@@ -54,7 +55,26 @@ def test_obs_norm_is_for_vector_mlp_policies_only():
     with pytest.raises(ValueError, match="--model.obs-norm"):
         make_policy(frames, gym.spaces.Discrete(3), ModelConfig(obs_norm=True))
     with pytest.raises(ValueError, match="--model.obs-norm"):
-        make_policy(BOX4, gym.spaces.Discrete(3), ModelConfig(obs_norm=True, core="lstm"))
+        make_policy(frames, gym.spaces.Discrete(3), ModelConfig(obs_norm=True, core="lstm"))
+
+
+def test_a_recurrent_mlp_policy_reads_standardised_observations():
+    torch.manual_seed(0)
+    cfg = ModelConfig(obs_norm=True, core="lstm", core_size=8, hidden_sizes=(16,))
+    policy = make_policy(BOX4, gym.spaces.Discrete(3), cfg)
+    # [T, B, obs]: a rollout's shape; the statistics take every row.
+    policy.observe(torch.randn(50, 10, 4) * torch.tensor([1.0, 5.0, 0.1, 2.0]) + torch.tensor([3.0, -1.0, 0.0, 7.0]))
+    assert policy.torso.obs_norm.count.item() == 500
+    plain = make_policy(BOX4, gym.spaces.Discrete(3), dataclasses.replace(cfg, obs_norm=False))
+    plain.load_state_dict({k: v for k, v in policy.state_dict().items() if "obs_norm" not in k})
+    norm = policy.torso.obs_norm
+    obs = torch.randn(6, 4) * 3 + 2
+    scaled = ((obs - norm.mean.float()) / (norm.var + 1e-8).sqrt().float()).clamp(-10, 10)
+    first = torch.ones(6, dtype=torch.bool)
+    got = policy.step(obs, policy.initial_state(6), first)
+    expected = plain.step(scaled, plain.initial_state(6), first)
+    torch.testing.assert_close(got[0], expected[0])
+    torch.testing.assert_close(got[1], expected[1])
 
 
 def _shifted_policy():
@@ -119,6 +139,23 @@ def test_statistics_move_after_each_update_and_survive_resume(tmp_path):
               gym.spaces.Box(-2.0, 2.0, (1,), np.float32))
     policy = load_run_policy(run_dir, spaces)
     torch.testing.assert_close(policy.obs_norm.mean, resumed["model"]["obs_norm.mean"])
+
+
+@pytest.mark.parametrize("algo, extra", [
+    ("ppo", ["--ppo.num-steps", "16", "--ppo.update-epochs", "1"]),
+    ("impala", ["--impala.unroll-length", "8", "--impala.update-epochs", "1", "--impala.num-minibatches", "1"]),
+])
+def test_recurrent_ppo_and_impala_move_the_statistics_of_their_policy(tmp_path, algo, extra):
+    args = ["train", algo, "--env", "CartPole-v1", "--seed", "1", "--progress", "off", "--no-tensorboard",
+            "--backend", "serial", "--num-envs", "4", "--model.core", "lstm", "--model.core-size", "8",
+            "--model.obs-norm", "--runs-dir", str(tmp_path), "--total-timesteps", "256", *extra]
+    assert main(args) == 0
+    (run_dir,) = tmp_path.iterdir()
+    ckpt = load_checkpoint(run_dir / "checkpoint.pt", algo)
+    count = ckpt["model"]["torso.obs_norm.count"].item()
+    assert 0 < count <= ckpt["counters"]["step"]
+    mean = ckpt["model"]["torso.obs_norm.mean"]
+    assert mean.abs().sum() > 0 and torch.isfinite(mean).all()
 
 
 def test_mujoco_defaults_normalise_like_the_papers_code():

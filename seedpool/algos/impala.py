@@ -226,6 +226,11 @@ class ImpalaLearner(GradientLearner):
             order = torch.randperm(B) if self.cfg.num_minibatches > 1 else torch.arange(B)
             for idx in order.chunk(self.cfg.num_minibatches):
                 loss, parts, grad_norm = self._step(batch, targets, idx, clip)
+        # Observation statistics (--model.obs-norm) move between updates, and reach the actors
+        # with the weights (the server is published the whole state_dict, buffers included).
+        observe = getattr(self.model, "observe", None)
+        if observe is not None:
+            observe(batch["obs"][:-1][batch["valid"]])
         lag = self.version - unrolls.versions
         self._advance(unrolls.actions.shape[0] * unrolls.actions.shape[1])
         metrics = {k: float(v) for k, v in parts.items()}

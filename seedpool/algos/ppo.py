@@ -287,14 +287,16 @@ class PPOLearner(GradientLearner):
             # Learning through time from the stored start state: always the autograd path.
             seqs = make_sequence_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
             stats = recurrent_ppo_update(self.model, self.gradient, seqs, cfg, clip, self.version)
+            seen = seqs.obs[seqs.valid]
         else:
             batch = make_batch(rollout, cfg.gamma, cfg.gae_lambda, cfg.reward_scale)
             stats = ppo_update(self.model, self.gradient, batch, cfg, clip, self.version)
-            # Observation statistics move only between updates: acting and learning of one
-            # rollout read the same ones, so the first epoch's probability ratios start at 1.
-            observe = getattr(self.model, "observe", None)
-            if observe is not None:
-                observe(batch.obs)
+            seen = batch.obs
+        # Observation statistics move only between updates: acting and learning of one
+        # rollout read the same ones, so the first epoch's probability ratios start at 1.
+        observe = getattr(self.model, "observe", None)
+        if observe is not None:
+            observe(seen)
         self._advance(rollout.num_steps)
         scalars = {f"losses/{k}": v for k, v in stats.items()}
         scalars["charts/learning_rate"] = lr

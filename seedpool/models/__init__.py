@@ -64,8 +64,9 @@ class ModelConfig:
     critic_core: bool = False
     """Give the value head a recurrent core of its own (the policy's core then learns from the policy loss only)."""
     obs_norm: bool = False
-    """Standardise vector observations by running mean/std inside the policy (MLP only): updated from
-    each rollout after its update, saved in checkpoints, used by eval (SAC/TD3 share the spelling)."""
+    """Standardise vector observations by running mean/std inside the policy (MLP torsos, with or
+    without a core): updated from each rollout or batch of unrolls after its update, saved in
+    checkpoints, used by eval (SAC/TD3 share the spelling)."""
 
 
 def is_image_space(space: gym.Space) -> bool:
@@ -86,10 +87,10 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     kind = cfg.kind
     if kind == "auto":
         kind = "cnn" if is_image_space(obs_space) else "mlp"
-    if cfg.obs_norm and (kind != "mlp" or cfg.core != "none"):
-        raise ValueError("--model.obs-norm standardises vector observations for the feed-forward MLP "
-                         f"policy; this run's policy is {kind!r} with core {cfg.core!r}. Drop --model.obs-norm "
-                         "(images are scaled by 1/255 already) or use --model.kind mlp --model.core none.")
+    if cfg.obs_norm and kind != "mlp":
+        raise ValueError("--model.obs-norm standardises vector observations for MLP policies; this run's "
+                         f"policy is {kind!r}. Drop --model.obs-norm (images are scaled by 1/255 already) "
+                         "or use --model.kind mlp.")
     if cfg.core != "none":
         return make_recurrent_policy(obs_space, action_space, cfg, kind)
     if kind == "cnn":
@@ -127,7 +128,7 @@ def make_recurrent_policy(obs_space: gym.spaces.Box, action_space: gym.Space, cf
         _check_cnn(obs_space, action_space)
         torso: nn.Module = NatureCNNTorso(obs_space.shape)
     else:
-        torso = MLPTorso(int(np.prod(obs_space.shape)), tuple(cfg.hidden_sizes), cfg.activation)
+        torso = MLPTorso(int(np.prod(obs_space.shape)), tuple(cfg.hidden_sizes), cfg.activation, cfg.obs_norm)
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
     return RecurrentActorCritic(torso, torso.out_dim, cfg.core, cfg.core_size, action_dim, not discrete,
                                 cfg.prev_action, cfg.prev_reward, cfg.init_log_std, cfg.critic_core)

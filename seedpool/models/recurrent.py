@@ -23,6 +23,7 @@ from torch import nn
 
 from seedpool.models.base import ActorCritic, float32, layer_init
 from seedpool.models.distributions import CategoricalHead, GaussianHead, Params
+from seedpool.models.normalize import RunningNorm
 
 State = dict[str, torch.Tensor]
 CoreKind = Literal["lstm", "gru"]
@@ -137,6 +138,13 @@ class RecurrentActorCritic(ActorCritic):
         raise TypeError("a recurrent policy needs its state: call act_step(obs, state, first, ...) or "
                         "evaluate_sequence(...), not forward(obs)")
 
+    def observe(self, obs: torch.Tensor) -> None:
+        """Merge observations into the torso's running statistics, where it keeps them (the
+        learners call this after each update, as for the feed-forward MLP policy)."""
+        observe = getattr(self.torso, "observe", None)
+        if observe is not None:
+            observe(obs)
+
     def _core_inputs(self, features: torch.Tensor, first: torch.Tensor, prev_action: torch.Tensor | None,
                      prev_reward: torch.Tensor | None) -> torch.Tensor:
         """Features ``[N, F]`` joined with the previous action and reward (zero on first rows)."""
@@ -209,20 +217,28 @@ class RecurrentActorCritic(ActorCritic):
 
 
 class MLPTorso(nn.Module):
-    """Linear + activation layers over flattened vector observations."""
+    """Linear + activation layers over flattened vector observations, optionally standardised
+    first by running statistics (``obs_norm``, as the feed-forward MLP policy's)."""
 
-    def __init__(self, obs_dim: int, hidden: tuple[int, ...], activation: str) -> None:
+    def __init__(self, obs_dim: int, hidden: tuple[int, ...], activation: str, obs_norm: bool = False) -> None:
         super().__init__()
         from seedpool.models.mlp import _ACTIVATIONS, _stack
 
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        self.obs_norm = RunningNorm((obs_dim,)) if obs_norm else None
         # No hidden layers: the core reads the observations themselves.
         self.net = _stack(obs_dim, hidden, activation)
         self.out_dim = hidden[-1] if hidden else obs_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs.flatten(1).float())
+        x = obs.flatten(1).float()
+        return self.net(x if self.obs_norm is None else self.obs_norm(x))
+
+    def observe(self, obs: torch.Tensor) -> None:
+        """Merge observations ``[..., *obs_shape]`` into the running statistics (no-op without them)."""
+        if self.obs_norm is not None:
+            self.obs_norm.update(obs.detach())
 
 
 def is_recurrent(policy: nn.Module) -> bool:
