@@ -20,12 +20,15 @@ ENV = "pomdp_envs:CartPoleNoVel-v0"
 
 def recurrent_config(tmp_path, total: int, seed: int = 1, **options):
     """Recurrent PPO's settings for this task, chosen by measurement (benchmarks/results/recurrent_cartpole_novel.md):
-    20 epochs of 8 x 32 steps, an LSTM reading the observations, the value head with its own LSTM."""
+    20 epochs of 8 x 32 steps, an LSTM reading the standardised observations (--model.obs-norm),
+    the value head with its own LSTM, rewards scaled by their returns' spread (--ppo.reward-norm),
+    learning rate and clip annealed over the run."""
     cfg = ppo_defaults("CartPole-v1")
-    ppo = dataclasses.replace(cfg.ppo, update_epochs=20, num_minibatches=1)
+    ppo = dataclasses.replace(cfg.ppo, update_epochs=20, num_minibatches=1, reward_norm=True)
     return dataclasses.replace(cfg, env=ENV, total_timesteps=total, seed=seed, num_envs=8, backend="serial",
                                runs_dir=tmp_path, progress="off", tensorboard=False, ppo=ppo,
-                               model=ModelConfig(core="lstm", core_size=64, hidden_sizes=(), critic_core=True),
+                               model=ModelConfig(core="lstm", core_size=64, hidden_sizes=(), critic_core=True,
+                                                 obs_norm=True),
                                **options)
 
 
@@ -34,15 +37,14 @@ def _mean20(run_dir):
     return np.asarray(steps), smooth(np.asarray(values))  # mean of the last 20 episodes
 
 
-def test_recurrent_ppo_reaches_100_within_100k_steps(tmp_path):
-    # Annealed over 120k steps (the measured run), stopped once the mean of the last 20 episodes
-    # reaches 100: feed-forward PPO's best on this task over 100k steps was 62.8 (test below).
-    # Seeds 1-3 got there at 77k, 33k and 37k env steps on the CI machine (2026-11-27); seed 1
-    # had reached it by 40k on the same code before, on other CPU kernels: an LSTM's path here
-    # is sensitive to the last bits of its arithmetic, so the budget leaves room for that.
-    result = train_ppo(recurrent_config(tmp_path, 120_000, stop_at_return=100.0))
-    assert result.final_return >= 100, f"mean of the last 20 episodes {result.final_return:.1f} after {result.step} steps"
-    assert result.step <= 100_000, f"reached 100 only after {result.step} env steps"
+def test_recurrent_ppo_ends_its_200k_steps_at_450_or_more(tmp_path):
+    # The issue's bar: 450 within 200k steps, held to the end. Over 200k steps seeds 1-4, 6 and 7
+    # of this setting ended at 498.9-500 (mean of the last 20 episodes) on a 2-core machine,
+    # ~65 s each; over 100k, seed 7 ended at 400 (2026-11-27, results/recurrent_cartpole_novel.md).
+    # Without the two normalisations the same model sat at 215 after 200k steps.
+    result = train_ppo(recurrent_config(tmp_path, 200_000))
+    assert result.step >= 200_000
+    assert result.final_return >= 450, f"mean of the last 20 episodes {result.final_return:.1f} at the end"
 
 
 def test_feed_forward_ppo_stays_below_100_on_the_same_task_and_budget(tmp_path):
