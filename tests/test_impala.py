@@ -71,6 +71,24 @@ def test_updates_raise_the_probability_of_rewarded_actions_and_count_versions():
     assert metrics["charts/policy_lag_mean"] == 2.0
 
 
+def test_reward_scale_is_the_same_update_as_scaled_rewards():
+    import copy
+
+    torch.manual_seed(4)
+    base = MLPActorCritic(3, 2, continuous=False)
+    u = random_unrolls(base)
+    scaled = copy.deepcopy(u)
+    scaled.rewards = u.rewards * np.float32(0.1)
+    results = []
+    for unrolls, scale in ((u, 0.1), (scaled, 1.0), (u, 1.0)):
+        model = copy.deepcopy(base)
+        learner = ImpalaLearner(model, ImpalaConfig(reward_scale=scale, update_epochs=2))
+        learner.update(unrolls)
+        results.append(torch.nn.utils.parameters_to_vector(model.parameters()))
+    torch.testing.assert_close(results[0], results[1])
+    assert not torch.allclose(results[0], results[2])  # the scale does act
+
+
 def test_nan_loss_raises_and_leaves_parameters_untouched():
     torch.manual_seed(2)
     model = MLPActorCritic(3, 2, continuous=False)

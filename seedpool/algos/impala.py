@@ -48,6 +48,9 @@ class ImpalaConfig:
     """Unrolls per learner update (the update sees T x unrolls_per_batch steps)."""
     gamma: float = 0.99
     """Discount factor."""
+    reward_scale: float = 1.0
+    """Multiply rewards by this before the targets are computed (as PPO's ``reward_scale``): keeps
+    value errors, and with them the clipped gradient, in range where returns run into the hundreds."""
     learning_rate: float = 6e-4
     """Learning rate at the start of training."""
     anneal_lr: bool = True
@@ -213,6 +216,8 @@ class ImpalaLearner(GradientLearner):
         lr = linear_decay(self.cfg.learning_rate, self.progress, self.cfg.anneal_lr)
         set_learning_rate(self.optimizer, lr)
         batch = unrolls_to_tensors(unrolls, self.device, is_recurrent(self.model))
+        if self.cfg.reward_scale != 1.0:
+            batch["rewards"] = batch["rewards"] * self.cfg.reward_scale
         self.model.train()
         clip = None if self.cfg.clip_coef is None else linear_decay(self.cfg.clip_coef, self.progress,
                                                                     self.cfg.anneal_clip)
