@@ -118,6 +118,10 @@ class MinAtarFamily(NativeEnv):
         self._step_rows(rows, np.asarray(actions, np.int64), obs, reward, terminated)
         return obs, reward, terminated
 
+    def can_fuse(self) -> bool:
+        """A game with a fused step (`step_autoreset`), once every env has its generator."""
+        return self.all_seeded and type(self).step_autoreset is not NativeEnv.step_autoreset
+
     def _reset_rows(self, rows: np.ndarray, obs: np.ndarray) -> None:
         """Reset envs `rows` and draw their observations into `obs` (the game's kernel)."""
         raise NotImplementedError
