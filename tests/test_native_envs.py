@@ -236,6 +236,31 @@ def test_a_family_that_raises_surfaces_as_an_env_error_and_the_pool_goes_on():
         np.testing.assert_array_equal(info["elapsed_step"], 0)
 
 
+class BrokenFused(CartPole):
+    def step_autoreset(self, rows, actions, obs, final_obs, book):
+        if (actions[rows] == 0).any():
+            raise ZeroDivisionError("no left pushes")
+        super().step_autoreset(rows, actions, obs, final_obs, book)
+
+
+def test_a_fused_step_that_raises_in_a_whole_sync_step_restarts_every_env():
+    """The sync step of every env (NativeExecutor.step_whole) fails as the general path does."""
+    with seedpool.make(BrokenFused, num_envs=3, seed=0) as pool:
+        pool.reset()
+        pool.step(np.ones(3, np.int64))
+        assert pool._exec.family.can_fuse()
+        with pytest.raises(EnvStepError, match="no left pushes") as caught:
+            pool.step(np.array([1, 0, 1]))
+        assert isinstance(caught.value, ZeroDivisionError)
+        obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))  # every env restarts
+        assert trunc.all() and not term.any()
+        np.testing.assert_array_equal(info["elapsed_step"], 0)
+        obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))
+        np.testing.assert_array_equal(info["elapsed_step"], 0)  # the reset the fault asked for
+        obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))
+        np.testing.assert_array_equal(info["elapsed_step"], 1)
+
+
 def test_pcg64_rows_draw_numpys_numbers():
     from numba import njit
 
