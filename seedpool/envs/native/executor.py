@@ -25,7 +25,7 @@ from seedpool.envs.errors import env_error
 from seedpool.envs.native.actions import ActionWriter
 from seedpool.envs.native.background import BackgroundLanes, Job
 from seedpool.envs.native.base import NativeEnv, Rows, select_rows
-from seedpool.envs.native.bookkeeping import MODES, Book, account, clear_rows
+from seedpool.envs.native.bookkeeping import MODES, Book, account, clear_rows, load_numba
 from seedpool.envs.native.threads import ShardThreads
 from seedpool.envs.native.view import EnvView
 from seedpool.envs.spec import TaskSpec
@@ -35,6 +35,7 @@ class NativeExecutor:
     """Steps a native family's envs in this process; answers what the pool asks an Executor."""
 
     def __init__(self, spec: TaskSpec, num_envs: int, buffers: Buffers, autoreset: str, cfg: Any):
+        load_numba()
         self.cfg = cfg
         self.family: NativeEnv = spec.native
         self.num_envs = num_envs
