@@ -18,6 +18,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from seedpool.bench.report import machine_info
@@ -27,12 +28,22 @@ OUT = Path(__file__).resolve().parent / "results" / "native_ppo.md"
 CASES = {"native": {}, "python": {"native": False}}
 
 
+def load_note(before: float, after: float) -> str:
+    """What the load averages say about the figures."""
+    if max(before, after) >= 1.5:
+        return ("- **Taken on a loaded machine** (2 cores shared with other jobs; load averages above): the paired "
+                "per-round ratio is what to read.")
+    return "- Taken on a quiet machine (load averages above); the paired per-round ratio is what to read."
+
+
 def run_case(name: str, steps: int, seed: int, runs_dir: Path) -> dict:
     """Train one case; its steps/s and time shares."""
     cfg = dataclasses.replace(ppo_defaults("CartPole-v1"), total_timesteps=steps, seed=seed, runs_dir=runs_dir,
                               env_options=dict(CASES[name]))
+    start = time.perf_counter()
     result = train_ppo(cfg)
-    return {"sps": result.sps, "shares": result.time_shares, "return": result.final_return}
+    wall = time.perf_counter() - start  # the whole call: the pool's build and the run's end too
+    return {"sps": result.sps, "shares": result.time_shares, "return": result.final_return, "wall": wall}
 
 
 def main(argv: list[str]) -> int:
@@ -58,20 +69,25 @@ def main(argv: list[str]) -> int:
     out += [f"- **{k}:** {v}" for k, v in info.items()]
     out += [f"- **method:** {args.rounds} rounds of {args.steps:,} env steps per case, `ppo_defaults('CartPole-v1')` "
             "(8 envs, sync sampler), seed 1; cases alternate which runs first. steps/s is the run's own sps.", ""]
-    out += ["| case | steps/s (median) | per round | env share | learn share | final return |",
-            "| --- | ---: | --- | ---: | ---: | ---: |"]
+    out += ["| case | steps/s (median) | per round | env share | inference share | learn share | whole call (s) "
+            "| final return |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for name, runs in rows.items():
         sps = [x["sps"] for x in runs]
         env = statistics.median(x["shares"].get("env", float("nan")) for x in runs)
         learn = statistics.median(x["shares"].get("learn", float("nan")) for x in runs)
+        infer = statistics.median(x["shares"].get("inference", float("nan")) for x in runs)
         out.append(f"| {name} | {statistics.median(sps):,.0f} | {', '.join(f'{s:,.0f}' for s in sps)} | "
-                   f"{env:.2f} | {learn:.2f} | {statistics.median(x['return'] for x in runs):.1f} |")
+                   f"{env:.2f} | {infer:.2f} | {learn:.2f} | {statistics.median(x['wall'] for x in runs):.1f} | "
+                   f"{statistics.median(x['return'] for x in runs):.1f} |")
     out += ["", f"native / python per round: {', '.join(f'{r:.2f}' for r in ratios)}; "
             f"median **{statistics.median(ratios):.2f}x**", "",
             "## Notes", "",
-            "- **Taken on a loaded machine** (2 cores shared with other jobs; load averages above): the paired "
-            "per-round ratio is what to read.",
+            load_note(load_before, os.getloadavg()[0]),
             "- time shares: the run's own breakdown (`time_shares`), fractions of wall time.",
+            "- steps/s and the shares count the run's steps (from the first reset on); whole call: `train_ppo` "
+            "from start to end, with building the pool (a native pool gets numba's compiler ready then, "
+            "~0.5 s once per process; a Python-env pool builds its envs) and the run's plots.",
             f"- The bound on this ratio from the env alone: the Python-env path spends {python_env:.2f} of its "
             f"time stepping envs, so an env that cost nothing would make it at most {1 / (1 - python_env):.2f}x "
             "faster; the rest is learning and inference."]
