@@ -7,8 +7,6 @@ ends when the ball reaches the bottom row past the paddle. Channels: paddle, bal
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numba import njit, types
 
@@ -124,12 +122,13 @@ def _act_drawn(s, a, obs):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def fused(state, words, pos, last, action_set, sticky, rows, actions, obs, final_obs, reward, terminated,
+def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
           truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
           mode):  # pragma: no cover - compiled
-    """NativeEnv.step_autoreset for Breakout: envs `rows` step (or reset, when marked) with
-    the engine's bookkeeping (the arguments from `reward` on are a `Book`'s fields), in the
-    pool's rows of `obs` (row i: env i's latest observation, updated in place)."""
+    """MinAtarFamily.step_autoreset for Breakout (which has no ramping): envs `rows` step (or
+    reset, when marked) with the engine's bookkeeping (the arguments from `reward` on are a
+    `Book`'s fields), in the pool's rows of `obs` (row i: env i's latest observation, which
+    the step updates in place)."""
     for k in range(rows.size):
         i = rows[k]
         s = state[i]
@@ -175,6 +174,7 @@ class Breakout(MinAtarFamily):
 
     channels = 4
     state_size = STATE_SIZE
+    fused = staticmethod(fused)
     minimal_actions = (0, LEFT, RIGHT)
     native_from = 2  # one env: the Python-env path measured as fast or faster (benchmarks/results/native_minatar.md)
 
@@ -184,12 +184,6 @@ class Breakout(MinAtarFamily):
     def _step_rows(self, rows, actions, obs, reward, terminated):
         step(self.state, self.words, self.word_pos, self.last_action, rows, actions, self.action_set,
              self.sticky_action_prob, obs, reward, terminated)
-
-    def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
-                       book: Any) -> None:
-        """NativeEnv's fused step: one numba call (`fused`)."""
-        fused(self.state, self.words, self.word_pos, self.last_action, self.action_set, self.sticky_action_prob,
-              rows, actions, obs, final_obs, *book)
 
 
 class BreakoutAllActions(Breakout):
