@@ -236,6 +236,24 @@ def test_a_family_that_raises_surfaces_as_an_env_error_and_the_pool_goes_on():
         np.testing.assert_array_equal(info["elapsed_step"], 0)
 
 
+def test_actions_of_any_accepted_form_step_as_int64_arrays_do():
+    """A sync step takes int64 arrays of one action per env in one compiled call; int32 arrays,
+    lists and (n, 1) arrays go the general way: the same episodes either way."""
+    forms = [lambda a: a.astype(np.int32), lambda a: a.tolist(), lambda a: a[:, None]]
+    with seedpool.make("CartPole-v1", num_envs=4, seed=3) as pool, \
+            seedpool.make("CartPole-v1", num_envs=4, seed=3) as twin:
+        pool.reset()
+        twin.reset()
+        rng = np.random.default_rng(0)
+        for t in range(300):
+            a = rng.integers(0, 2, 4)
+            got = pool.step(forms[t % 3](a))
+            want = twin.step(a)
+            for k in range(4):
+                np.testing.assert_array_equal(got[k], want[k])
+            np.testing.assert_array_equal(got[4]["elapsed_step"], want[4]["elapsed_step"])
+
+
 class BrokenFused(CartPole):
     def step_autoreset(self, rows, actions, obs, final_obs, book):
         if (actions[rows] == 0).any():

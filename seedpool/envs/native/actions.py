@@ -48,6 +48,7 @@ class ActionWriter:
         if type(action) is not np.ndarray or action.shape != self.buffer.shape:
             return False
         if self._bounds is not None:
-            return action.dtype.kind in "iu" and _copy_in_range(action, self.buffer, *self._bounds)
+            # The buffer's dtype only: numba compiles the loop once per dtype pair (seconds).
+            return action.dtype == self.buffer.dtype and _copy_in_range(action, self.buffer, *self._bounds)
         self.buffer[...] = validate.actions(self.space, action, self.n)  # its errors are the pool's
         return True
