@@ -11,7 +11,8 @@ Each round trains both cases, alternating which goes first, with the trainer's d
 the task (`ppo_defaults`, `apex_defaults`) and the same seed; steps/s is the run's own `sps`
 (env steps over the run's wall time, from the first reset on), and the time shares are the
 run's own breakdown. Medians over the rounds; the ratio is native / python per round, then
-its median.
+its median. A short untimed run of each case comes first, so that neither pays the process's
+one-time imports (torch's optimizer, plotting, numba) inside a timed round.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def render(trainer: Trainer, rows: dict[str, list[dict]], rounds: int, steps: in
     info["load average (1 min) before / after"] = f"{loads[0]:.1f} / {loads[1]:.1f}"
     out = [f"# {trainer.title}: native family vs Python-env path", ""]
     out += [f"- **{k}:** {v}" for k, v in info.items()]
-    out += [f"- **method:** {rounds} rounds of {steps:,} env steps per case, the trainer's defaults for "
+    out += [f"- **method:** after an untimed short run of each case, {rounds} rounds of {steps:,} env steps per "
+            "case, the trainer's defaults for "
             f"{trainer.env} ({trainer.layout}), seed 1; cases alternate which runs first. steps/s is the run's "
             "own sps.", ""]
     out += ["| case | steps/s (median) | per round | env share | inference share | learn share | whole call (s) "
@@ -125,6 +127,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--trainer", choices=("ppo", "apex"), default="ppo")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=None, help="env steps per run (default: the trainer's)")
+    parser.add_argument("--warmup-steps", type=int, default=None,
+                        help="an untimed run of each case first (default: a 20th of the trainer's steps)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     trainer = _trainers()[args.trainer]
@@ -132,6 +136,8 @@ def main(argv: list[str]) -> int:
     load_before = os.getloadavg()[0]
     rows: dict[str, list[dict]] = {name: [] for name in CASES}
     with tempfile.TemporaryDirectory() as tmp:
+        for name in CASES:  # untimed: the process's one-time imports and loads, paid by neither case
+            run_case(trainer, name, args.warmup_steps or trainer.steps // 20, seed=1, runs_dir=Path(tmp))
         for r in range(args.rounds):
             order = list(CASES) if r % 2 == 0 else list(reversed(CASES))
             for name in order:
