@@ -254,6 +254,29 @@ def test_actions_of_any_accepted_form_step_as_int64_arrays_do():
             np.testing.assert_array_equal(got[4]["elapsed_step"], want[4]["elapsed_step"])
 
 
+def test_async_sends_refuse_bad_actions_and_write_nothing():
+    """A refused send (range, dtype, count) leaves the pool as it was: the next good send steps
+    the same episodes as a twin pool that never saw the bad actions."""
+    pools = [seedpool.make("CartPole-v1", num_envs=6, batch_size=3, seed=2) for _ in range(2)]
+    for pool in pools:
+        pool.async_reset()
+    rng = np.random.default_rng(1)
+    for t in range(200):
+        out = [pool.recv() for pool in pools]
+        ids = out[0][4]["env_id"]
+        np.testing.assert_array_equal(out[0][0], out[1][0])
+        if t % 20 == 0:
+            for bad, err in [(np.array([0, 2, 1]), ValueError), (np.zeros(2, np.int64), ValueError),
+                             (np.array([0.5, 0, 1]), (TypeError, ValueError))]:
+                with pytest.raises(err):
+                    pools[0].send(bad, ids)
+        action = rng.integers(0, 2, len(ids))
+        for pool in pools:
+            pool.send(action, ids)
+    for pool in pools:
+        pool.close()
+
+
 class BrokenFused(CartPole):
     def step_autoreset(self, rows, actions, obs, final_obs, book):
         if (actions[rows] == 0).any():

@@ -68,8 +68,9 @@ class NativeExecutor:
             else None
         # An async pool's batches stepped in the background as soon as they are submitted.
         self._lanes = BackgroundLanes(self._run_part, cfg.background) if cfg.background is not None else None
-        self._writer = ActionWriter(spec.action_space, buffers.action) if isinstance(buffers.action, np.ndarray) \
-            else None
+        # Checks and copies flat action batches for the pool's send and for step_whole (None: nested).
+        self.action_writer = ActionWriter(spec.action_space, buffers.action) \
+            if isinstance(buffers.action, np.ndarray) else None
 
     # -- the Executor interface -----------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
@@ -137,10 +138,10 @@ class NativeExecutor:
         one fused call. False, with nothing stepped, where the general path must run it (no fused
         step now, reset options or a fault to report, background lanes, nested actions, actions
         that are not an array of one row per env or are out of range)."""
-        if (self._writer is None or self._lanes is not None or self._marked or self.reset_options
+        if (self.action_writer is None or self._lanes is not None or self._marked or self.reset_options
                 or self.pending or self.leftover or not self.family.can_fuse()):
             return False
-        if not self._writer.write(action):  # the general path checks it again and raises its error
+        if not self.action_writer.write(action):  # the general path checks it again and raises its error
             return False
         try:
             if self._threads is not None and self.num_envs >= self._threads.n:
