@@ -97,14 +97,13 @@ def render(trainer: Trainer, rows: dict[str, list[dict]], rounds: int, steps: in
             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for name, runs in rows.items():
         sps = [x["sps"] for x in runs]
-
-        def med(get: Callable[[dict], float]) -> float:
-            return statistics.median(get(x) for x in runs)  # noqa: B023 - runs of this row
-
+        env, infer, learn, wall, ret = (
+            statistics.median(get(x) for x in runs)
+            for get in (lambda x: x["shares"].get("env", float("nan")),
+                        lambda x: x["shares"].get("inference", float("nan")),
+                        lambda x: x["learn"], lambda x: x["wall"], lambda x: x["return"]))
         out.append(f"| {name} | {statistics.median(sps):,.0f} | {', '.join(f'{s:,.0f}' for s in sps)} | "
-                   f"{med(lambda x: x['shares'].get('env', float('nan'))):.2f} | "
-                   f"{med(lambda x: x['shares'].get('inference', float('nan'))):.2f} | {med(lambda x: x['learn']):.2f} | "
-                   f"{med(lambda x: x['wall']):.1f} | {med(lambda x: x['return']):.1f} |")
+                   f"{env:.2f} | {infer:.2f} | {learn:.2f} | {wall:.1f} | {ret:.1f} |")
     out += ["", f"native / python per round: {', '.join(f'{r:.2f}' for r in ratios)}; "
             f"median **{statistics.median(ratios):.2f}x**", "",
             "## Notes", "",
