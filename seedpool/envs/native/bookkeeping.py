@@ -50,9 +50,9 @@ def _nothing():  # pragma: no cover - compiled
 
 def load_numba() -> None:
     """Get numba's compiler ready now: the first compiled call of a process (even one loaded
-    from numba's cache) first imports ~0.5 s of modules (numba's array math, and scipy for
-    its BLAS check). A native pool does it when it is built, as a Python-env pool starts its
-    workers then, rather than on its first reset, inside a run's timed steps."""
+    from numba's cache) first imports numba's array math, and scipy for its BLAS check, a
+    fixed cost (docs/engine.md). A native pool pays it when it is built, as a Python-env pool
+    starts its workers then, rather than on its first reset, inside a run's timed steps."""
     _nothing()
 
 
