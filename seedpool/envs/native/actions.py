@@ -1,8 +1,8 @@
 """Writing a batch of actions into a native pool's action buffer, checked, in one call.
 
 The pool's general path checks actions with NumPy (`validate.actions`: two reductions for a
-Discrete batch) and then copies them into its buffer: a few µs, which on a native pool's
-step is a sizeable share of the whole step. Here a Discrete batch is range-checked and
+Discrete batch) and then copies them into its buffer, several calls from Python whose fixed
+costs are a sizeable share of a native pool's whole step. Here a Discrete batch is range-checked and
 copied by one compiled loop; a Box batch of the buffer's row shape goes to `validate.actions`.
 Anything else (another type, shape or dtype, an action out of range) is left to the general
 path, so the errors are its own.
