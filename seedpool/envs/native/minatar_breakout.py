@@ -177,7 +177,6 @@ class Breakout(MinAtarFamily):
     state_size = STATE_SIZE
     fused = staticmethod(fused)
     minimal_actions = (0, LEFT, RIGHT)
-    native_from = 2  # one env: the Python-env path measured as fast or faster (benchmarks/results/native_minatar.md)
 
     def _reset_rows(self, rows, obs):
         reset(self.state, self.words, self.word_pos, rows, obs)
