@@ -62,7 +62,7 @@ def _trainers() -> dict[str, Trainer]:
 
 def load_note(before: float, after: float) -> str:
     """What the load averages say about the figures."""
-    if max(before, after) >= 1.5:
+    if max(before, after) >= 2.0:  # more runnable jobs than the 2 cores
         return ("- **Taken on a loaded machine** (2 cores shared with other jobs; load averages above): the paired "
                 "per-round ratio is what to read.")
     return "- Taken on a quiet machine (load averages above); the paired per-round ratio is what to read."

@@ -182,13 +182,14 @@ def main(argv: list[str]) -> int:
     notes = [
         ("**Taken on a loaded machine** (2 cores shared with other jobs; the load averages above): "
          "absolute figures are low and noisy, the interleaved ratios within a group are what to read."
-         if max(load_before[0], load_after[0]) >= 1.5 else
+         if max(load_before[0], load_after[0]) >= 2.0 else
          "Taken on a quiet machine (the load averages above); the interleaved ratios within a group are what "
          "to read."),
         "minatar_loop: a Python loop over the package's `Environment`s (act, state(), reset at the end); "
         "seedpool_python: the same games behind the pool (native=False, backend auto); seedpool_native: "
-        "every env of the pool in one numba call (seedpool/envs/native/minatar_*.py; Breakout's step, "
-        "bookkeeping and autoreset are one fused call that updates the pool's observation rows in place), "
+        "every env of the pool in one numba call (seedpool/envs/native/minatar_*.py; each game's step, "
+        "bookkeeping and autoreset are one fused call; Breakout's updates the pool's observation rows in "
+        "place), "
         "identical episodes (tests/test_native_minatar.py). Numba compiles on first use; the warm-up takes that out.",
         share,
     ]
