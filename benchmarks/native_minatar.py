@@ -116,21 +116,25 @@ def small_group(game: str, n: int) -> Group:
 
 
 def family_share(task: str, n: int, timing: Timing) -> str:
-    """A note: how much of a native pool's step is the family's own step (the kernel and its
-    wrapper), both timed here in turn, medians of `timing.repeats` windows."""
+    """A note: how much of a native pool's sync step is the family's fused step (one numba
+    call: the game, the engine's bookkeeping and autoreset), both timed here in turn, medians of
+    `timing.repeats` windows; the rest is the pool's front (actions checked and written, results
+    copied out)."""
     import time
 
     import seedpool
-    from seedpool.envs.native.registry import family_class
 
     pool = seedpool.make(task, num_envs=n, seed=0)
-    family = family_class(task)(n)
     try:
         pool.reset(seed=0)
-        for i in range(n):
-            family.seed(i, i)
-        family.reset(np.arange(n), None)
         actions = np.random.default_rng(0).integers(pool.single_action_space.n, size=(1024, n))
+        executor = pool._exec  # the native executor: its buffers and bookkeeping, as its own step uses them
+        rows = np.arange(n)
+        buffers, final_obs = executor.b, executor._final_obs
+
+        def fused(a: np.ndarray) -> None:
+            buffers.action[:] = a
+            executor.family.step_autoreset(rows, buffers.action, buffers.obs, final_obs, executor.book)
 
         def per_step(step: Any) -> float:
             windows = []
@@ -142,21 +146,16 @@ def family_share(task: str, n: int, timing: Timing) -> str:
                 windows.append((time.perf_counter() - start) / k)
             return float(np.median(windows)) * 1e6
 
-        ended = np.zeros(n, np.bool_)
-
-        def family_step(a: np.ndarray) -> None:  # ended envs are reset, as the pool's autoreset does
-            _, _, terminated = family.step(slice(None), a)
-            np.logical_or(ended, terminated, out=ended)
-            if ended.any():
-                family.reset(np.flatnonzero(ended), None)
-                ended[:] = False
-
-        pool_us, family_us = per_step(pool.step), per_step(family_step)
+        pool.step(actions[0])  # every env reset: the fused step applies from here on
+        if not executor.family.can_fuse():
+            return f"{task}, N={n}: the family has no fused step; not timed."
+        pool_us, fused_us = per_step(pool.step), per_step(fused)
     finally:
         pool.close()
-    return (f"{task}, N={n}, timed in turn after the groups: the family's own step and resets take "
-            f"{family_us:.0f} µs of the native pool's {pool_us:.0f} µs per step; the rest is the pool's "
-            "front and the native executor (validation, bookkeeping, autoreset, result batching).")
+    return (f"{task}, N={n}, timed in turn after the groups: the family's fused step (one numba call: sticky "
+            f"actions, the game, the engine's bookkeeping and autoreset) takes {fused_us:.1f} µs of the native "
+            f"pool's {pool_us:.1f} µs per sync step; the rest is the pool's front (actions checked and written, "
+            "results and infos copied out).")
 
 
 def main(argv: list[str]) -> int:
@@ -181,12 +180,17 @@ def main(argv: list[str]) -> int:
     info = machine_info()
     info["load average (1 min) before / after"] = f"{load_before[0]:.1f} / {load_after[0]:.1f}"
     notes = [
-        "**Taken on a loaded machine** (2 cores shared with other jobs; the load averages above): "
-        "absolute figures are low and noisy, the interleaved ratios within a group are what to read.",
+        ("**Taken on a loaded machine** (2 cores shared with other jobs; the load averages above): "
+         "absolute figures are low and noisy, the interleaved ratios within a group are what to read."
+         if max(load_before[0], load_after[0]) >= 2.0 else
+         "Taken on a quiet machine (the load averages above); the interleaved ratios within a group are what "
+         "to read."),
         "minatar_loop: a Python loop over the package's `Environment`s (act, state(), reset at the end); "
         "seedpool_python: the same games behind the pool (native=False, backend auto); seedpool_native: "
-        "every env of the pool in one numba call (seedpool/envs/native/minatar_*.py), identical episodes "
-        "(tests/test_native_minatar.py). Numba compiles on first use; the warm-up takes that out.",
+        "every env of the pool in one numba call (seedpool/envs/native/minatar_*.py; each game's step, "
+        "bookkeeping and autoreset are one fused call; Breakout's updates the pool's observation rows in "
+        "place), "
+        "identical episodes (tests/test_native_minatar.py). Numba compiles on first use; the warm-up takes that out.",
         share,
     ]
     if leaked:

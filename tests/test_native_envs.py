@@ -236,6 +236,72 @@ def test_a_family_that_raises_surfaces_as_an_env_error_and_the_pool_goes_on():
         np.testing.assert_array_equal(info["elapsed_step"], 0)
 
 
+def test_actions_of_any_accepted_form_step_as_int64_arrays_do():
+    """A sync step takes int64 arrays of one action per env in one compiled call; int32 arrays,
+    lists and (n, 1) arrays go the general way: the same episodes either way."""
+    forms = [lambda a: a.astype(np.int32), lambda a: a.tolist(), lambda a: a[:, None]]
+    with seedpool.make("CartPole-v1", num_envs=4, seed=3) as pool, \
+            seedpool.make("CartPole-v1", num_envs=4, seed=3) as twin:
+        pool.reset()
+        twin.reset()
+        rng = np.random.default_rng(0)
+        for t in range(300):
+            a = rng.integers(0, 2, 4)
+            got = pool.step(forms[t % 3](a))
+            want = twin.step(a)
+            for k in range(4):
+                np.testing.assert_array_equal(got[k], want[k])
+            np.testing.assert_array_equal(got[4]["elapsed_step"], want[4]["elapsed_step"])
+
+
+def test_async_sends_refuse_bad_actions_and_write_nothing():
+    """A refused send (range, dtype, count) leaves the pool as it was: the next good send steps
+    the same episodes as a twin pool that never saw the bad actions."""
+    pools = [seedpool.make("CartPole-v1", num_envs=6, batch_size=3, seed=2) for _ in range(2)]
+    for pool in pools:
+        pool.async_reset()
+    rng = np.random.default_rng(1)
+    for t in range(200):
+        out = [pool.recv() for pool in pools]
+        ids = out[0][4]["env_id"]
+        np.testing.assert_array_equal(out[0][0], out[1][0])
+        if t % 20 == 0:
+            for bad, err in [(np.array([0, 2, 1]), ValueError), (np.zeros(2, np.int64), ValueError),
+                             (np.array([0.5, 0, 1]), (TypeError, ValueError))]:
+                with pytest.raises(err):
+                    pools[0].send(bad, ids)
+        action = rng.integers(0, 2, len(ids))
+        for pool in pools:
+            pool.send(action, ids)
+    for pool in pools:
+        pool.close()
+
+
+class BrokenFused(CartPole):
+    def step_autoreset(self, rows, actions, obs, final_obs, book):
+        if (actions[rows] == 0).any():
+            raise ZeroDivisionError("no left pushes")
+        super().step_autoreset(rows, actions, obs, final_obs, book)
+
+
+def test_a_fused_step_that_raises_in_a_whole_sync_step_restarts_every_env():
+    """The sync step of every env (NativeExecutor.step_whole) fails as the general path does."""
+    with seedpool.make(BrokenFused, num_envs=3, seed=0) as pool:
+        pool.reset()
+        pool.step(np.ones(3, np.int64))
+        assert pool._exec.family.can_fuse()
+        with pytest.raises(EnvStepError, match="no left pushes") as caught:
+            pool.step(np.array([1, 0, 1]))
+        assert isinstance(caught.value, ZeroDivisionError)
+        obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))  # every env restarts
+        assert trunc.all() and not term.any()
+        np.testing.assert_array_equal(info["elapsed_step"], 0)
+        obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))
+        np.testing.assert_array_equal(info["elapsed_step"], 0)  # the reset the fault asked for
+        obs, rew, term, trunc, info = pool.step(np.ones(3, np.int64))
+        np.testing.assert_array_equal(info["elapsed_step"], 1)
+
+
 def test_pcg64_rows_draw_numpys_numbers():
     from numba import njit
 

@@ -168,10 +168,61 @@ def test_difficulty_ramps_as_in_minatar(game, player, sticky):
 
 
 @needs_minatar
-@pytest.mark.parametrize("game,autoreset", [("Breakout", "disabled"), ("Asterix", "same_step")])
+@pytest.mark.parametrize("game,autoreset", [("Breakout", "disabled"), ("Breakout", "same_step"),
+                                            ("Asterix", "same_step")])
 def test_other_autoreset_modes_match(game, autoreset):
     """disabled: ended games are stepped on (minatar still draws the sticky action and keeps
     the last one; reward 0); same_step: resets within the step (its reset observations)."""
     task_id = f"MinAtar/{game}-v1"
     report = check_native_env(task_id, _python_env(task_id), num_envs=3, steps=600, seed=2, autoreset=autoreset)
     assert report.episodes > 0
+
+
+def test_breakouts_fused_step_keeps_every_observation_row_whole():
+    """The fused step updates the pool's observation rows in place (a few cells per step):
+    through async batches of any rows, each row returned equals a full draw of its env."""
+    from seedpool.envs.native import minatar_breakout
+
+    with seedpool.make("MinAtar/Breakout-v1", num_envs=8, batch_size=3, seed=4) as pool:
+        family = pool._exec.family
+        pool.async_reset()
+        rng = np.random.default_rng(0)
+        drawn = np.zeros((4, 10, 10), np.bool_)
+        ends = 0
+        for _ in range(3000):
+            obs, _, term, _, info = pool.recv()
+            for k, i in enumerate(info["env_id"].tolist()):
+                minatar_breakout._redraw(family.state[i], drawn)
+                np.testing.assert_array_equal(obs[k], drawn)
+            ends += int(term.sum())
+            pool.send(rng.integers(0, 3, len(obs)), info["env_id"])
+        assert family.can_fuse()  # (from the first reset of every env on)
+    assert ends > 0
+
+
+@needs_minatar
+def test_breakouts_fused_step_redraws_the_wall_it_rebuilds():
+    """A player that keeps the paddle under the ball clears the wall and gets a new one: a
+    one-env pool (the fused step) and minatar's game in lockstep, observation by observation."""
+    from minatar import Environment
+
+    reference = Environment("breakout", sticky_action_prob=0.0)
+    reference.seed(3)
+    reference.reset()
+    rebuilt = 0
+    with seedpool.make("MinAtar/Breakout-v0", num_envs=1, seed=3, native=True, sticky_action_prob=0.0) as pool:
+        pool.reset()
+        for t in range(3000):
+            env = reference.env
+            action = 3 if env.pos < env.ball_x else 1 if env.pos > env.ball_x else 0
+            bricks = env.brick_map.sum()
+            reward, terminal = reference.act(action)
+            rebuilt += int(reference.env.brick_map.sum() > bricks)
+            obs, got_reward, got_terminal, _, _ = pool.step(np.array([action]))
+            assert pool._exec.family.can_fuse()
+            assert np.array_equal(obs[0], reference.state().transpose(2, 0, 1)), f"step {t}"
+            assert (got_reward[0], got_terminal[0]) == (reward, terminal), f"step {t}"
+            if terminal:
+                reference.reset()
+                pool.step(np.array([0]))  # the pool's reset step (next_step autoreset)
+    assert rebuilt >= 1

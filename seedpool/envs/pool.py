@@ -85,10 +85,14 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         self._all_list = self._all.tolist()
         self._all32 = self._all.astype(np.int32)
         self._closed = False
+        self._whole_steps = False
+        self._action_writer = None
         if spec.native is not None:  # imported here: it loads numba, which other pools never need
             from seedpool.envs.native.executor import NativeExecutor
 
             self._exec = NativeExecutor(spec, num_envs, self._b, autoreset, executor_cfg)
+            self._whole_steps = not self.is_async  # NativeExecutor.step_whole
+            self._action_writer = self._exec.action_writer
         else:
             self._exec = Executor(spec, num_envs, self._b, autoreset, executor_cfg)
         self._finalizer = weakref.finalize(self, self._exec.close)
@@ -191,6 +195,10 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
     def step(self, action: Any, env_id: Any = None):
         """send(action, env_id) then recv(); in sync mode the results follow env_id's order
         (as given, as in EnvPool)."""
+        if self._whole_steps and env_id is None and not self._n_in_flight:
+            self._check_open()
+            if self._exec.step_whole(action):  # a native family's sync step of every env, one call
+                return self._batch(None, self._all32.copy())
         ids = self._send(action, env_id)
         if self.is_async:
             return self._receive(self.batch_size, ordered=False)
@@ -271,8 +279,10 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
                 raise EnvPoolError(
                     f"env_id {ids[busy].tolist()} already in flight: recv() their results before sending again"
                 )
-        act = validate.actions(self.single_action_space, action, len(ids))
-        rows.write(self._b.action, ids, act, ids is self._all)
+        writer = self._action_writer  # a native pool's compiled check and copy; it declines what it cannot take
+        if writer is None or not writer.write(action, None if ids is self._all else ids):
+            act = validate.actions(self.single_action_space, action, len(ids))
+            rows.write(self._b.action, ids, act, ids is self._all)
         self._submit(ids, STEP)
         return ids
 

@@ -135,7 +135,9 @@ class NativeEnv:
         the engine's bookkeeping and autoreset, through `bookkeeping.end_step` and `started`
         (`book`: a `bookkeeping.Book`). `actions`, `obs` and `final_obs` (same_step
         autoreset; empty otherwise) are the pool's whole buffers: row i is env i's. An env
-        with `book.needs_reset[i]` set is reset (no options) instead of stepped.
+        with `book.needs_reset[i]` set is reset (no options) instead of stepped. On entry row i
+        of `obs` holds env i's latest observation (the engine writes every row it returns from
+        `step`, `reset` and this call), so a family may update just the cells that change.
 
         The engine calls it when `can_fuse()` says so and no env of the batch has reset
         options waiting or a fault to report; otherwise it calls `step` and `reset`. With

@@ -43,6 +43,19 @@ class Book(NamedTuple):
     mode: int  # DISABLED, NEXT_STEP or SAME_STEP
 
 
+@njit(cache=True)
+def _nothing():  # pragma: no cover - compiled
+    return 0
+
+
+def load_numba() -> None:
+    """Get numba's compiler ready now: the first compiled call of a process (even one loaded
+    from numba's cache) first imports numba's array math, and scipy for its BLAS check, a
+    fixed cost (docs/engine.md). A native pool pays it when it is built, as a Python-env pool
+    starts its workers then, rather than on its first reset, inside a run's timed steps."""
+    _nothing()
+
+
 # Inlined into the family's loop (numba's inline): as calls, or reading the arrays out of a
 # tuple, they made a fused CartPole step 2-3x slower per env.
 @njit(cache=True, nogil=True, inline="always")

@@ -22,9 +22,10 @@ import numpy as np
 from seedpool.envs.buffers import Buffers
 from seedpool.envs.channel import RESET, STEP
 from seedpool.envs.errors import env_error
+from seedpool.envs.native.actions import ActionWriter
 from seedpool.envs.native.background import BackgroundLanes, Job
 from seedpool.envs.native.base import NativeEnv, Rows, select_rows
-from seedpool.envs.native.bookkeeping import MODES, Book, account, clear_rows
+from seedpool.envs.native.bookkeeping import MODES, Book, account, clear_rows, load_numba
 from seedpool.envs.native.threads import ShardThreads
 from seedpool.envs.native.view import EnvView
 from seedpool.envs.spec import TaskSpec
@@ -34,6 +35,7 @@ class NativeExecutor:
     """Steps a native family's envs in this process; answers what the pool asks an Executor."""
 
     def __init__(self, spec: TaskSpec, num_envs: int, buffers: Buffers, autoreset: str, cfg: Any):
+        load_numba()
         self.cfg = cfg
         self.family: NativeEnv = spec.native
         self.num_envs = num_envs
@@ -66,6 +68,9 @@ class NativeExecutor:
             else None
         # An async pool's batches stepped in the background as soon as they are submitted.
         self._lanes = BackgroundLanes(self._run_part, cfg.background) if cfg.background is not None else None
+        # Checks and copies flat action batches for the pool's send and for step_whole (None: nested).
+        self.action_writer = ActionWriter(spec.action_space, buffers.action) \
+            if isinstance(buffers.action, np.ndarray) else None
 
     # -- the Executor interface -----------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
@@ -126,6 +131,26 @@ class NativeExecutor:
         if self._threads is not None:
             self._threads.close()
         self.family.close()
+
+    def step_whole(self, action: Any) -> bool:
+        """A sync step of every env, from the pool's `step` with nothing in flight, without the
+        general path's per-batch bookkeeping (ids, submit, wait): check and write the actions,
+        one fused call. False, with nothing stepped, where the general path must run it (no fused
+        step now, reset options or a fault to report, background lanes, nested actions, actions
+        that are not an array of one row per env or are out of range)."""
+        if (self.action_writer is None or self._lanes is not None or self._marked or self.reset_options
+                or self.pending or self.leftover or not self.family.can_fuse()):
+            return False
+        if not self.action_writer.write(action):  # the general path checks it again and raises its error
+            return False
+        try:
+            if self._threads is not None and self.num_envs >= self._threads.n:
+                self._threads.run(self._fused, self._rows)
+            else:
+                self._fused(self._rows)
+        except Exception as exc:
+            raise self._fault(STEP, list(range(self.num_envs)), slice(None), exc, traceback.format_exc())  # noqa: B904
+        return True
 
     # -- running commands -----------------------------------------------------------------
     def _run(self, op: int, ids: list[int]) -> None:

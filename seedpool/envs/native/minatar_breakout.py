@@ -7,8 +7,10 @@ ends when the ball reaches the bottom row past the paddle. Channels: paddle, bal
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, types
 
+from seedpool.envs.native import bookkeeping
 from seedpool.envs.native import minatar_rng as rng
 from seedpool.envs.native.minatar_family import LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill
 from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
@@ -34,7 +36,8 @@ def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     s[TERMINAL] = 0
 
 
-@njit(types.int64(ROW, types.int64), cache=True, nogil=True)
+# Inlined into the kernels (numba's inline): a call per env measured slower.
+@njit(types.int64(ROW, types.int64), cache=True, nogil=True, inline="always")
 def _act(s, a):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
@@ -90,6 +93,63 @@ def _draw(s, obs):  # pragma: no cover - compiled
         obs[3, c // 10, c % 10] = s[BRICKS + c] != 0
 
 
+@njit(types.void(ROW, OBS), cache=True, nogil=True)
+def _redraw(s, obs):  # pragma: no cover - compiled
+    """Env s's observation into `obs`, whatever it held (a reset's full draw)."""
+    obs[:] = False
+    _draw(s, obs)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _act_drawn(s, a, obs):  # pragma: no cover - compiled
+    """`_act`, with `obs` (env s's observation before the step) brought up to date in place:
+    the paddle, ball and trail move (one cell each), and the bricks, which can only be in rows
+    1-3 (the wall's rows: strikes clear cells, an empty board refills them), are copied from
+    the state there when they may have changed: a few cells instead of `_draw`'s 400."""
+    obs[0, 9, s[POS]] = False
+    obs[1, s[BALL_Y], s[BALL_X]] = False
+    obs[2, s[LAST_Y], s[LAST_X]] = False
+    reward = _act(s, a)
+    obs[0, 9, s[POS]] = True
+    obs[1, s[BALL_Y], s[BALL_X]] = True
+    obs[2, s[LAST_Y], s[LAST_X]] = True
+    # A strike (reward 1) clears a brick; the wall refills only when the ball comes down to
+    # row 9, after which it ends the step on row 8 or 9. Otherwise the bricks stand as drawn.
+    if reward or s[BALL_Y] >= 8:
+        for y in range(1, 4):
+            for x in range(10):
+                obs[3, y, x] = s[BRICKS + 10 * y + x] != 0
+    return reward
+
+
+@njit(cache=True, nogil=True)
+def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
+          truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
+          mode):  # pragma: no cover - compiled
+    """MinAtarFamily.step_autoreset for Breakout (which has no ramping): envs `rows` step (or
+    reset, when marked) with the engine's bookkeeping (the arguments from `reward` on are a
+    `Book`'s fields), in the pool's rows of `obs` (row i: env i's latest observation, which
+    the step updates in place)."""
+    for k in range(rows.size):
+        i = rows[k]
+        s = state[i]
+        if needs_reset[i]:
+            _reset_one(s, words, pos, i)
+            _redraw(s, obs[i])
+            bookkeeping.started(i, False, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                returns, needs_reset)
+            continue
+        a = rng.sticky_action(words, pos, last, i, action_set[actions[i]], sticky)
+        r = _act_drawn(s, a, obs[i])
+        if bookkeeping.end_step(i, np.float64(r), s[TERMINAL] != 0, reward, terminated, truncated, elapsed_step,
+                                episode_return, elapsed, returns, needs_reset, limit, mode):  # same_step
+            final_obs[i] = obs[i]
+            _reset_one(s, words, pos, i)
+            _redraw(s, obs[i])
+            bookkeeping.started(i, True, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                returns, needs_reset)
+
+
 @njit(cache=True, nogil=True)
 def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
     """Reset envs `rows`; draw the k-th into obs[k]."""
@@ -115,8 +175,8 @@ class Breakout(MinAtarFamily):
 
     channels = 4
     state_size = STATE_SIZE
+    fused = staticmethod(fused)
     minimal_actions = (0, LEFT, RIGHT)
-    native_from = 2  # one env: the Python-env path measured as fast or faster (benchmarks/results/native_minatar.md)
 
     def _reset_rows(self, rows, obs):
         reset(self.state, self.words, self.word_pos, rows, obs)

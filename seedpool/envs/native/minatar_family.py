@@ -9,11 +9,15 @@ generator in the package's order (minatar_rng.py). `reset(seed=s)` makes that ge
 `RandomState(s)`, as `minatar`'s `Environment.seed(s)` does: the same seeds and actions give
 the same episodes, observations `bool [C, 10, 10]` as seedpool's Python-env MinAtar ids give
 them (tests/test_native_minatar.py compares them). The `minatar` package is not needed.
+
+Each game also has a fused kernel (`step_autoreset`): sticky actions, the game, the engine's
+bookkeeping and autoreset of a whole batch in one call, drawn straight into the pool's rows
+(Breakout's updates the few cells that change; the others redraw the row).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -70,6 +74,10 @@ class MinAtarFamily(NativeEnv):
     channels: int  # the game's observation channels
     state_size: int  # int32 columns of one env's state
     minimal_actions: tuple[int, ...]  # the game's minimal action set, as minatar lists it
+    # The game's step of a batch with the engine's bookkeeping and autoreset (`step_autoreset`):
+    # a numba kernel taking (state, words, pos, last, action_set, sticky, ramping, rows, actions,
+    # obs, final_obs, *book).
+    fused: Callable[..., None]
     all_actions = False  # -v0 ids: the six actions
     max_episode_steps = None  # MinAtar has no time limit of its own (Freeway's is a termination)
     pure_step = False  # a step draws from the env's generator
@@ -117,6 +125,16 @@ class MinAtarFamily(NativeEnv):
         terminated = np.zeros(n, np.bool_)
         self._step_rows(rows, np.asarray(actions, np.int64), obs, reward, terminated)
         return obs, reward, terminated
+
+    def can_fuse(self) -> bool:
+        """The game's fused step, once every env has its generator (the first reset gives them)."""
+        return self.all_seeded
+
+    def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
+                       book: Any) -> None:
+        """NativeEnv's fused step: one numba call of the game's `fused` kernel."""
+        self.fused(self.state, self.words, self.word_pos, self.last_action, self.action_set, self.sticky_action_prob,
+                   self.difficulty_ramping, rows, actions, obs, final_obs, *book)
 
     def _reset_rows(self, rows: np.ndarray, obs: np.ndarray) -> None:
         """Reset envs `rows` and draw their observations into `obs` (the game's kernel)."""

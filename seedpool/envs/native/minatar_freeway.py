@@ -8,8 +8,10 @@ Channels: chicken, car, then the car's trail by speed (1 to 5).
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, types
 
+from seedpool.envs.native import bookkeeping
 from seedpool.envs.native import minatar_rng as rng
 from seedpool.envs.native.minatar_family import DOWN, OBS, ROW, UP, MinAtarFamily
 from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
@@ -94,6 +96,31 @@ def _draw(s, obs):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
+          truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
+          mode):  # pragma: no cover - compiled
+    """MinAtarFamily.step_autoreset: envs `rows` step (or reset, when marked) with the engine's
+    bookkeeping (the arguments from `reward` on are a `Book`'s fields), drawn into the pool's rows."""
+    for k in range(rows.size):
+        i = rows[k]
+        s = state[i]
+        if not needs_reset[i]:
+            a = rng.sticky_action(words, pos, last, i, action_set[actions[i]], sticky)
+            r = _act(s, a, words, pos, i)
+            obs[i] = False
+            _draw(s, obs[i])
+            if not bookkeeping.end_step(i, np.float64(r), s[TERMINAL] != 0, reward, terminated, truncated,
+                                        elapsed_step, episode_return, elapsed, returns, needs_reset, limit, mode):
+                continue
+            final_obs[i] = obs[i]  # same_step autoreset: the episode ended, the env starts anew
+        _reset_one(s, words, pos, i)
+        obs[i] = False
+        _draw(s, obs[i])
+        bookkeeping.started(i, not needs_reset[i], reward, terminated, truncated, elapsed_step, episode_return,
+                            elapsed, returns, needs_reset)
+
+
+@njit(cache=True, nogil=True)
 def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
     """Reset envs `rows`; draw the k-th into obs[k]."""
     for k in range(rows.size):
@@ -118,6 +145,7 @@ class Freeway(MinAtarFamily):
 
     channels = 7
     state_size = STATE_SIZE
+    fused = staticmethod(fused)
     minimal_actions = (0, UP, DOWN)
 
     def _reset_rows(self, rows, obs):

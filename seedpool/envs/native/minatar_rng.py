@@ -59,11 +59,12 @@ def _twist(mt):  # pragma: no cover - compiled
 @njit(types.uint64(WORDS_T, POS_T, types.int64), cache=True, nogil=True)
 def next_u32(words, pos, i):  # pragma: no cover - compiled
     """The next 32-bit word of env i's generator (as a uint64)."""
-    if pos[i] >= WORDS:
+    p = pos[i]
+    if p >= WORDS:
         _twist(words[i])
-        pos[i] = 0
-    y = np.uint64(words[i, pos[i]])
-    pos[i] += 1
+        p = 0
+    y = np.uint64(words[i, p])
+    pos[i] = p + 1
     y ^= y >> np.uint64(11)
     y ^= (y << np.uint64(7)) & _TEMPER_B
     y ^= (y << np.uint64(15)) & _TEMPER_C

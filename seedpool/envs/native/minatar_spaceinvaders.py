@@ -9,8 +9,10 @@ enemy bullet. The game draws no random numbers of its own: only the sticky actio
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, types
 
+from seedpool.envs.native import bookkeeping
 from seedpool.envs.native import minatar_rng as rng
 from seedpool.envs.native.minatar_family import FIRE, LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill, move
 
@@ -144,6 +146,31 @@ def _draw(s, obs):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
+          truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
+          mode):  # pragma: no cover - compiled
+    """MinAtarFamily.step_autoreset: envs `rows` step (or reset, when marked) with the engine's
+    bookkeeping (the arguments from `reward` on are a `Book`'s fields), drawn into the pool's rows."""
+    for k in range(rows.size):
+        i = rows[k]
+        s = state[i]
+        if not needs_reset[i]:
+            a = rng.sticky_action(words, pos, last, i, action_set[actions[i]], sticky)
+            r = _act(s, a, ramping)
+            obs[i] = False
+            _draw(s, obs[i])
+            if not bookkeeping.end_step(i, np.float64(r), s[TERMINAL] != 0, reward, terminated, truncated,
+                                        elapsed_step, episode_return, elapsed, returns, needs_reset, limit, mode):
+                continue
+            final_obs[i] = obs[i]  # same_step autoreset: the episode ended, the env starts anew
+        _reset_one(s)
+        obs[i] = False
+        _draw(s, obs[i])
+        bookkeeping.started(i, not needs_reset[i], reward, terminated, truncated, elapsed_step, episode_return,
+                            elapsed, returns, needs_reset)
+
+
+@njit(cache=True, nogil=True)
 def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
     """Reset envs `rows`; draw the k-th into obs[k]."""
     for k in range(rows.size):
@@ -169,6 +196,7 @@ class SpaceInvaders(MinAtarFamily):
 
     channels = 6
     state_size = STATE_SIZE
+    fused = staticmethod(fused)
     minimal_actions = (0, LEFT, RIGHT, FIRE)
 
     def _reset_rows(self, rows, obs):
