@@ -10,10 +10,10 @@ side by side, interleaved, medians of repeats:
 - cnn act: one no-grad forward on 32 observations (central inference's batch);
 - mlp update: the same on 256 CartPole-sized rows through a 64x64 MLP (torch path).
 
-    .venv/bin/python benchmarks/precision.py [--repeats 7] [--threads 2]
+    .venv/bin/python benchmarks/precision.py [--repeats 7] [--threads 2] [--device cuda]
 
-writes benchmarks/results/precision.md, with whether this CPU computes bf16 natively (where it
-does not, autocast emulates bf16 and `--precision bf16` is refused).
+writes benchmarks/results/precision.md (precision_cuda.md for `--device cuda`), with whether the
+device computes bf16 natively (where it does not, `--precision bf16` is refused).
 """
 from __future__ import annotations
 
@@ -35,8 +35,9 @@ from seedpool.models.precision import bf16_supported
 OUT = Path(__file__).parent / "results" / "precision.md"
 
 
-def build(kind: str, precision: str, layout: torch.memory_format, rows: int, act_rows: int):
-    """(update, act) callables for one variant."""
+def build(kind: str, precision: str, layout: torch.memory_format, rows: int, act_rows: int,
+          device: torch.device):
+    """(update, act) callables for one variant, on ``device``."""
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
     if kind == "cnn":
@@ -47,22 +48,26 @@ def build(kind: str, precision: str, layout: torch.memory_format, rows: int, act
         space = gym.spaces.Box(-1, 1, (4,), np.float32)
         obs = torch.randn(rows, 4, generator=gen)
         num_actions = 2
-    policy = make_policy(space, gym.spaces.Discrete(num_actions), ModelConfig(kind=kind))
+    policy = make_policy(space, gym.spaces.Discrete(num_actions), ModelConfig(kind=kind)).to(device)
+    obs = obs.to(device)
     if kind == "cnn":
         policy.memory_format = layout
         policy.to(memory_format=layout)
     step = GradientStep(torch.optim.Adam(policy.parameters(), lr=2.5e-4), 0.5, "bench", precision)
-    actions = torch.randint(0, num_actions, (rows,), generator=gen)
+    actions = torch.randint(0, num_actions, (rows,), generator=gen).to(device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
     def update() -> None:
         with step.autocast():
             logprob, entropy, value = policy.evaluate(obs, actions)
         loss = -logprob.mean() + 0.5 * value.square().mean() - 0.01 * entropy.mean()
         step(loss, 0)
+        sync()
 
     def act() -> None:
         with torch.no_grad(), step.autocast():
             policy.act(obs[:act_rows])
+        sync()  # a GPU's time is counted until its work is done
 
     return update, act
 
@@ -83,10 +88,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rows", type=int, default=256)
     parser.add_argument("--act-rows", type=int, default=32)
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--out", type=Path)
     a = parser.parse_args()
+    device = torch.device(a.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here")
+    out = a.out or (OUT if device.type == "cpu" else OUT.with_name(f"precision_{device.type}.md"))
     torch.set_num_threads(a.threads)
-    ops = {name: build(kind, prec, fmt, a.rows, a.act_rows) for name, (kind, prec, fmt) in VARIANTS.items()}
+    ops = {name: build(kind, prec, fmt, a.rows, a.act_rows, device) for name, (kind, prec, fmt) in VARIANTS.items()}
     times: dict[tuple[str, str], list[float]] = {(n, op): [] for n in VARIANTS for op in ("update", "act")}
     for update, act in ops.values():  # warm-up: oneDNN picks and caches its kernels
         update(), act()
@@ -100,14 +110,15 @@ def main() -> None:
         print(f"repeat {r + 1}/{a.repeats} done", flush=True)
     med = {key: statistics.median(v) for key, v in times.items()}
     info = machine_info()
-    native = bf16_supported("cpu")
+    native = bf16_supported(device.type)
+    what = "this CPU" if device.type == "cpu" else torch.cuda.get_device_name(device)
     lines = [
-        "# fp32 vs bf16 autocast on the CPU",
+        f"# fp32 vs bf16 autocast on {what}",
         "",
         *[f"- **{k}:** {v}" for k, v in info.items() if k in ("date", "machine", "python", "seedpool", "torch")],
-        f"- **native bf16 on this CPU:** {'yes' if native else 'no (AVX512-BF16/AMX absent: autocast emulates it)'}",
+        f"- **native bf16 on {what}:** {'yes' if native else 'no (autocast would emulate it; --precision bf16 is refused)'}",
         f"- **load average at the end:** {', '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}",
-        f"- **method:** torch threads {a.threads}; update = one Adam step through `GradientStep` on {a.rows} rows "
+        f"- **method:** device {device}; torch threads {a.threads}; update = one Adam step through `GradientStep` on {a.rows} rows "
         f"(CNN: 4x84x84 uint8 frames; MLP: 4 floats, 64x64), act = one no-grad forward on {a.act_rows} rows; "
         f"{a.repeats} interleaved repeats, medians; min-max in brackets.",
         "",
@@ -124,8 +135,8 @@ def main() -> None:
             f"| {med[base, 'act'] / med[name, 'act']:.2f}x |")
     lines += ["", "`vs fp32`: the fp32 NCHW time of the same network divided by this variant's (above 1: faster)."]
     text = "\n".join(lines) + "\n"
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
     print(text)
 
 

@@ -25,6 +25,8 @@ class BenchArgs:
     """Comma-separated tasks: cartpole, pong, uneven."""
     sizes: str = "8,32"
     """CartPole batch sizes N, comma-separated (async engines hold 2N envs)."""
+    pong_sizes: str = "8"
+    """Pong batch sizes N, comma-separated (async engines hold 2N envs): more for machines with more cores."""
     cases: str = ""
     """Comma-separated case names to keep, e.g. `loop,seedpool_auto` (default: all)."""
     quick: bool = False
@@ -60,12 +62,16 @@ def _sizes(args: BenchArgs) -> list[int]:
     """CartPole sizes: `--sizes`, or N=8 alone for `--quick` when no sizes were given."""
     if args.quick and args.sizes == BenchArgs.sizes:
         return [8]
+    return _positive_ints(args.sizes, "--sizes")
+
+
+def _positive_ints(text: str, flag: str) -> list[int]:
     try:
-        sizes = [int(s) for s in _split(args.sizes)]
+        sizes = [int(s) for s in _split(text)]
     except ValueError:
-        raise ValueError(f"--sizes expects comma-separated positive integers, got {args.sizes!r}") from None
+        raise ValueError(f"{flag} expects comma-separated positive integers, got {text!r}") from None
     if not sizes or min(sizes) < 1:
-        raise ValueError(f"--sizes expects comma-separated positive integers, got {args.sizes!r}")
+        raise ValueError(f"{flag} expects comma-separated positive integers, got {text!r}")
     return sizes
 
 
@@ -80,7 +86,7 @@ def groups_of(args: BenchArgs) -> list[Group]:
         if task == "cartpole":
             groups += [cartpole_group(n) for n in _sizes(args)]
         elif task == "pong":
-            groups.append(pong_group(8))
+            groups += [pong_group(n) for n in _positive_ints(args.pong_sizes, "--pong-sizes")]
         else:
             groups.append(uneven_group(8))
     keep = set(_split(args.cases))
@@ -96,7 +102,8 @@ def run(args: BenchArgs) -> str:
     if not groups:
         raise ValueError(f"no case left to run (tasks={args.tasks!r}, cases={args.cases!r})")
     info = machine_info()
-    info["selection"] = f"tasks={args.tasks}; CartPole sizes={_sizes(args)}; cases={args.cases or 'all'}"
+    info["selection"] = (f"tasks={args.tasks}; CartPole sizes={_sizes(args)}; Pong sizes={args.pong_sizes}; "
+                         f"cases={args.cases or 'all'}")
     load_before = os.getloadavg()
     measured: list[tuple[Group, list[CaseResult]]] = []
     notes: list[str] = []
