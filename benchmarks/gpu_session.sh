@@ -8,6 +8,7 @@
 # Every step is bounded by `timeout` and goes on after a failure, so one broken path does not
 # hide the others; each trainer is stopped with SIGINT (seedpool's Ctrl-C: it checkpoints and
 # prints its summary). Writes OUTDIR/log.txt, precision_cuda.md and engine_gpu_machine.md.
+# STEPS="ppo-pong impala-pong" runs only the steps named.
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR}
 mkdir -p "$OUT" "$OUT/runs"
@@ -20,6 +21,7 @@ PY=${PYTHON:-python3}
 step() {  # step SECONDS NAME COMMAND...: run in OUTDIR/runs, stop with SIGINT at SECONDS
     local limit=$1 name=$2
     shift 2
+    [[ -z ${STEPS:-} || " $STEPS " == *" $name "* ]] || return 0
     echo "=== $(date -u +%T) $name (limit ${limit}s): $*"
     (cd "$OUT/runs" && timeout -s INT -k 20 "$limit" "$@")
     local rc=$?
@@ -41,6 +43,7 @@ train() { local limit=$1 name=$2; shift 2; step "$limit" "$name" "$PY" -m seedpo
     train 25 sac-pendulum sac --env Pendulum-v1 --device cuda --total-timesteps 6000
     # Pong end to end with the GPU learning: PPO with its defaults, IMPALA/APPO on 32 envs.
     train 90 ppo-pong ppo --env Pong-v5 --device cuda
+    train 90 ppo-pong-32 ppo --env Pong-v5 --device cuda --num-envs 32
     train 90 impala-pong impala --env Pong-v5 --device cuda --num-envs 32
     # The engine on all the cores: seedpool against ale-py's own C++ vector env.
     step 90 engine "$PY" -m seedpool.bench --tasks pong --pong-sizes 16,32 \

@@ -228,7 +228,7 @@ class ImpalaLearner(GradientLearner):
                 targets = appo_targets(self.model, batch, self.cfg)
         B = batch["actions"].shape[1]
         for _ in range(self.cfg.update_epochs):
-            order = torch.randperm(B) if self.cfg.num_minibatches > 1 else torch.arange(B)
+            order = torch.randperm(B, device=self.device) if self.cfg.num_minibatches > 1 else torch.arange(B)
             for idx in order.chunk(self.cfg.num_minibatches):
                 loss, parts, grad_norm = self._step(batch, targets, idx, clip)
         # Observation statistics (--model.obs-norm) move between updates, and reach the actors

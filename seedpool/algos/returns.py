@@ -89,9 +89,9 @@ def nstep_returns(
     T = rewards.shape[0]
     ret = torch.zeros_like(rewards, dtype=values.dtype)
     scale = torch.ones_like(ret)  # gamma^k for rows still collecting rewards
-    m = torch.zeros(rewards.shape, dtype=torch.long)
-    going = torch.ones(rewards.shape, dtype=torch.bool)
-    hit_terminal = torch.zeros(rewards.shape, dtype=torch.bool)
+    m = torch.zeros(rewards.shape, dtype=torch.long, device=rewards.device)
+    going = torch.ones(rewards.shape, dtype=torch.bool, device=rewards.device)
+    hit_terminal = torch.zeros(rewards.shape, dtype=torch.bool, device=rewards.device)
     for k in range(min(n_step, T)):
         rows = T - k  # rows t < T - k can still see step t + k
         g = going[:rows]
@@ -100,6 +100,6 @@ def nstep_returns(
         m[:rows] += g.long()
         hit_terminal[:rows] |= g & terminated[k:]
         going[:rows] = g & ~(terminated[k:] | truncated[k:])
-    t_index = torch.arange(T).reshape(-1, *([1] * (rewards.dim() - 1)))
+    t_index = torch.arange(T, device=values.device).reshape(-1, *([1] * (rewards.dim() - 1)))
     bootstrap = torch.gather(values, 0, t_index + m)
     return ret + torch.where(hit_terminal, 0.0, scale) * bootstrap

@@ -9,7 +9,9 @@ fed at least `WIDE` rows at a time (SAC's and TD3's 256-256 networks on 256-row
 minibatches: `benchmarks/sac_speed.py`). Small MLPs and small batches (acting one env at a
 time) are limited by per-operation overhead, which autocast's casts only add to. So
 ``auto`` picks bf16 for those two kinds of work on bf16 hardware and fp32 everywhere
-else; ``benchmarks/precision.py`` measures both on the machine it runs on. Asking for
+else; ``benchmarks/precision.py`` measures both on the machine it runs on. On a GPU ``auto``
+is fp32: there these networks are bound by kernel launches and bf16's casts only add to them
+(measured on an H100, ``benchmarks/results/precision_cuda.md``). Asking for
 bf16 on hardware without it is an error, not a silent emulation (which is slower than fp32).
 """
 from __future__ import annotations
@@ -84,6 +86,11 @@ def resolve_precision(requested: str, device: str | torch.device, model: nn.Modu
                              "use --precision auto (it picks what the hardware runs fastest) or fp32")
         return "bf16"
     if requested == "auto":
+        if device_type != "cpu":
+            # On a GPU these networks are bound by kernel launches, not arithmetic: on an H100 bf16
+            # autocast made the Nature CNN's 256-row update 0.93x and its 32-row forward 0.68x as
+            # fast as fp32 (benchmarks/results/precision_cuda.md). `--precision bf16` still uses it.
+            return "fp32"
         wide = rows is not None and rows >= WIDE and has_wide_layer(model)
         return "bf16" if bf16_supported(device_type) and (is_convolutional(model) or wide) else "fp32"
     raise ValueError(f"--precision must be auto, fp32 or bf16, got {requested!r}")

@@ -16,6 +16,7 @@ previous reward; both are zero on a row that opens an episode.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
 import torch
@@ -27,6 +28,12 @@ from seedpool.models.normalize import RunningNorm
 
 State = dict[str, torch.Tensor]
 CoreKind = Literal["lstm", "gru"]
+
+# The Q learners keep every parameter as a view into one flat buffer (`seedpool.models.flat`: one
+# copy updates a target network, one norm clips the gradient). cuDNN then gathers the core's
+# weights into its own chunk at each call and warns at the first; the copy is small beside the
+# sequence's work, so the warning says nothing a user can act on.
+warnings.filterwarnings("ignore", message="RNN module weights are not part of single contiguous chunk")
 
 
 class RecurrentCore(nn.Module):
