@@ -25,6 +25,7 @@ from seedpool.actors.episodes import EpisodeTracker
 from seedpool.actors.memory import PolicyMemory
 from seedpool.models.precision import Precision, autocast
 from seedpool.timing import PhaseTimer
+from seedpool.models import mlp_act
 from seedpool.models.base import ActorCritic
 from seedpool.models.recurrent import is_recurrent
 from seedpool.records import Episode, Rollout
@@ -81,6 +82,8 @@ class SyncSampler:
                                     pool.single_action_space, device,
                                     None if self.memory is None else self.memory.state)
         self._host = _HostViews(self.buf) if torch.device(device).type == "cpu" else None
+        # A small categorical MLP acts in one compiled call instead of torch's operators.
+        self._compiled = mlp_act.CompiledMLPAct(policy) if mlp_act.supports(policy, device, precision) else None
         self.env_steps = 0
         self._action_dtype = np.int64 if isinstance(pool.single_action_space, gym.spaces.Discrete) else np.float32
         self.next_obs: np.ndarray | None = None
@@ -143,29 +146,21 @@ class SyncSampler:
         memory = self.memory
         if memory is not None:
             memory.begin(buf)
+        compiled = self._compiled
+        if compiled is not None:
+            compiled.refresh()  # the learner may have replaced the parameter tensors since
         episodes: list[Episode] = []
         infer_s = env_s = 0.0
         for t in range(self.T):
             t0 = time.perf_counter()
-            obs_t = torch.as_tensor(obs, device=device)
-            with torch.inference_mode(), autocast(self.precision, obs_t.device.type):
-                if memory is None:
-                    action, logprob, value = policy.act(obs_t)
-                else:
-                    action, logprob, value = memory.act(obs_t, t, buf)
-            env_action = _to_env(action, space)
-            if host is not None:
-                host.actions[t] = action.numpy()
-                host.logprobs[t] = logprob.numpy()
-                host.values[t] = value.numpy()
+            if compiled is not None:
+                action, logprob, value = compiled.act(obs)
+                env_action = env_actions(action, space)
+                host.actions[t], host.logprobs[t], host.values[t] = action, logprob, value
                 host.obs[t] = obs
                 host.valid[t] = valid
             else:
-                buf.actions[t] = action
-                buf.logprobs[t] = logprob
-                buf.values[t] = value
-                buf.obs[t] = obs_t
-                buf.valid[t] = torch.from_numpy(valid)
+                env_action = self._act(obs, t, valid)
             t1 = time.perf_counter()
             next_obs, rew, term, trunc, info = pool.step(env_action)
             t2 = time.perf_counter()
@@ -187,13 +182,40 @@ class SyncSampler:
             infer_s += t1 - t0
             env_s += t2 - t1
         t0 = time.perf_counter()
-        with torch.inference_mode(), autocast(self.precision, torch.device(device).type):
-            last = torch.as_tensor(obs, device=device)
-            buf.values[self.T] = policy.value(last) if memory is None else memory.value(last)
+        if compiled is not None:
+            host.values[self.T] = compiled.value(obs)
+        else:
+            with torch.inference_mode(), autocast(self.precision, torch.device(device).type):
+                last = torch.as_tensor(obs, device=device)
+                buf.values[self.T] = policy.value(last) if memory is None else memory.value(last)
         self.timer.add("inference", infer_s + time.perf_counter() - t0)
         self.timer.add("env", env_s)
         self.next_obs, self.next_valid = obs, valid
         return buf, episodes
+
+    def _act(self, obs: np.ndarray, t: int, valid: np.ndarray) -> np.ndarray:
+        """Run the torch policy on step ``t``'s observations, store the step's policy outputs
+        (a recurrent policy also its state); returns the actions as the env takes them."""
+        buf, host = self.buf, self._host
+        obs_t = torch.as_tensor(obs, device=self.device)
+        with torch.inference_mode(), autocast(self.precision, obs_t.device.type):
+            if self.memory is None:
+                action, logprob, value = self.policy.act(obs_t)
+            else:
+                action, logprob, value = self.memory.act(obs_t, t, buf)
+        if host is not None:
+            host.actions[t] = action.numpy()
+            host.logprobs[t] = logprob.numpy()
+            host.values[t] = value.numpy()
+            host.obs[t] = obs
+            host.valid[t] = valid
+        else:
+            buf.actions[t] = action
+            buf.logprobs[t] = logprob
+            buf.values[t] = value
+            buf.obs[t] = obs_t
+            buf.valid[t] = torch.from_numpy(valid)
+        return _to_env(action, self.pool.single_action_space)
 
     def _log_action(self, action: np.ndarray) -> None:
         if self.action_log is None:
