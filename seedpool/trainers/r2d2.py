@@ -196,7 +196,7 @@ def r2d2_defaults(env_id: str) -> R2D2TrainConfig:
         # 80/40 for the same learner time; with 8 learned steps per env step that is one gradient
         # step per 40 env steps, near Ape-X's one per 32 on these games. Adam's usual eps: the
         # paper's 1e-3 stalled learning here as on CartPole. 400k-step pilots on Breakout
-        # (benchmarks/results/r2d2_minatar_breakout_curve.md): these settings 5.6, with gamma
+        # (benchmarks/results/r2d2_minatar_breakout_curve*.md): these settings 5.6, with gamma
         # 0.99 and n=3 5.5, the paper's 80/40 sequences at replay ratio 8 2.4 (Ape-X: 4.8).
         r2d2 = R2D2Config(learning_rate=2.5e-4, adam_eps=1e-8, buffer_size=20_000, learning_starts=500,
                           minibatch_size=32, sequence_length=20, overlap=10, burn_in=10,
