@@ -87,6 +87,27 @@ def test_metrics_append_and_resume_drops_rows_after_the_checkpoint(tmp_path):
         (100, 1.0, "charts/SPS", 100.0), (200, 2.0, "charts/SPS", 200.0), (300, 3.5, "charts/SPS", 999.0)]
 
 
+def test_tensorboard_reads_the_scalars_and_the_purge_of_a_resumed_run(tmp_path):
+    event_file_loader = pytest.importorskip("tensorboard.backend.event_processing.event_file_loader")
+    m = MetricsWriter(tmp_path, tensorboard=True)
+    m.write(100, 1.0, {"charts/episodic_return": 12.5, "losses/loss": 0.25})
+    m.write(2**40, 2.0, {"charts/episodic_return": -3.0})  # steps past 32 bits
+    m.close()
+    m = MetricsWriter(tmp_path, tensorboard=True, resume_step=100)
+    m.write(200, 3.0, {"charts/episodic_return": 7.0})
+    m.close()
+    first, second = sorted(tmp_path.glob("tb/events.out.tfevents.*"))
+    # The legacy loader yields the records as written (the current one rewrites scalars as tensors).
+    events = list(event_file_loader.LegacyEventFileLoader(str(first)).Load())
+    assert events[0].file_version == "brain.Event:2"
+    scalars = [(e.step, v.tag, v.simple_value) for e in events[1:] for v in e.summary.value]
+    assert scalars == [(100, "charts/episodic_return", 12.5), (100, "losses/loss", 0.25),
+                       (2**40, "charts/episodic_return", -3.0)]
+    resumed = list(event_file_loader.LegacyEventFileLoader(str(second)).Load())
+    assert (resumed[1].step, resumed[1].session_log.status) == (101, resumed[1].session_log.START)
+    assert [(e.step, e.summary.value[0].simple_value) for e in resumed[2:]] == [(200, 7.0)]
+
+
 def test_updates_are_logged_every_metrics_every_env_steps_and_the_last_one_always(tmp_path):
     cfg = RunConfig(runs_dir=tmp_path, progress="off", tensorboard=False, metrics_every=100)
     with Run.open(cfg, "sac", cfg) as run:
