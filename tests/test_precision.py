@@ -9,7 +9,7 @@ import torch
 
 import seedpool.models.precision as precision
 from seedpool.cli import main
-from seedpool.models import MLPActorCritic, NatureCNNActorCritic
+from seedpool.models import MinAtarQNetwork, MLPActorCritic, NatureCNNActorCritic
 from seedpool.models.precision import autocast_fn, resolve_precision
 
 QUIET = ["--env", "CartPole-v1", "--progress", "off", "--no-tensorboard", "--model.hidden-sizes", "8", "8"]
@@ -26,12 +26,14 @@ def no_bf16_hardware(monkeypatch):
     monkeypatch.setattr(precision, "bf16_supported", lambda device_type: False)
 
 
-def test_auto_picks_bf16_only_for_a_convolutional_network_on_bf16_hardware(monkeypatch):
+def test_auto_picks_bf16_only_for_a_large_convolutional_network_on_bf16_hardware(monkeypatch):
     mlp, cnn = MLPActorCritic(4, 2, continuous=False), NatureCNNActorCritic((4, 84, 84), 6)
+    minatar = MinAtarQNetwork((4, 10, 10), 3)
     for supported, expected_cnn in ((True, "bf16"), (False, "fp32")):
         monkeypatch.setattr(precision, "bf16_supported", lambda device_type, s=supported: s)
         assert resolve_precision("auto", "cpu", cnn) == expected_cnn
         assert resolve_precision("auto", "cpu", mlp) == "fp32"
+        assert resolve_precision("auto", "cpu", minatar) == "fp32"  # one small layer: casts cost more
         assert resolve_precision("fp32", "cpu", cnn) == "fp32"
 
 

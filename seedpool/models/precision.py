@@ -4,7 +4,8 @@ bf16 autocast keeps float32 master weights, optimizer state, losses and returns
 (`seedpool.algos.gradient`; :func:`autocast` here is the context acting and learning share); only the network's matrix products and convolutions run in
 bfloat16. It pays where the hardware computes bf16 natively (CPUs with AVX512-BF16 or
 AMX, CUDA devices that report bf16 support) and for networks whose time is in those
-products: convolutional torsos, and MLPs with layers at least `WIDE` units wide in and out
+products: convolutional torsos as large as the Nature CNN (not MinAtar's one small layer:
+`WIDE_CONV`), and MLPs with layers at least `WIDE` units wide in and out
 fed at least `WIDE` rows at a time (SAC's and TD3's 256-256 networks on 256-row
 minibatches: `benchmarks/sac_speed.py`). Small MLPs and small batches (acting one env at a
 time) are limited by per-operation overhead, which autocast's casts only add to. So
@@ -54,9 +55,18 @@ def bf16_supported(device_type: str) -> bool:
         return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def is_convolutional(model: nn.Module) -> bool:
-    """True if the network has a convolution (its time is in products bf16 speeds up)."""
-    return any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+WIDE_CONV = 8192
+"""Convolution weights (all layers together) from which a network's time is in products that
+bf16 speeds up. The Nature CNN has 77,824 (bf16: its 256-row update 2.6x as fast on this repo's
+CPU, `benchmarks/results/precision.md`); MinAtar's single 3x3 layer over 4 channels has 576
+(bf16: its 32-row update 0.89x and its 8-row forward 0.65x as fast: the casts cost more than
+the products save)."""
+
+
+def has_wide_convolution(model: nn.Module, weights: int = WIDE_CONV) -> bool:
+    """True if the network's convolutions hold at least ``weights`` weights together."""
+    convs = [m for m in model.modules() if isinstance(m, nn.modules.conv._ConvNd)]
+    return sum(m.weight.numel() for m in convs) >= weights
 
 
 WIDE = 256
@@ -92,7 +102,7 @@ def resolve_precision(requested: str, device: str | torch.device, model: nn.Modu
             # fast as fp32 (benchmarks/results/precision_cuda.md). `--precision bf16` still uses it.
             return "fp32"
         wide = rows is not None and rows >= WIDE and has_wide_layer(model)
-        return "bf16" if bf16_supported(device_type) and (is_convolutional(model) or wide) else "fp32"
+        return "bf16" if bf16_supported(device_type) and (has_wide_convolution(model) or wide) else "fp32"
     raise ValueError(f"--precision must be auto, fp32 or bf16, got {requested!r}")
 
 
