@@ -75,3 +75,14 @@ def test_shape_errors_say_what_was_expected():
     with pytest.raises(ValueError, match="terminated must be a bool tensor"):
         gae(torch.zeros(3, 2), torch.zeros(4, 2), torch.zeros(3, 2), torch.zeros(3, 2, dtype=torch.bool),
             0.99, 0.95)
+
+
+def test_gae_on_numpy_views_equals_the_torch_recursion_bit_for_bit():
+    g = torch.Generator().manual_seed(3)
+    T, B = 33, 7
+    rewards, values = torch.randn(T, B, generator=g), torch.randn(T + 1, B, generator=g)
+    terminated = torch.rand(T, B, generator=g) < 0.1
+    truncated = torch.rand(T, B, generator=g) < 0.05
+    fast = gae(rewards, values, terminated, truncated, 0.99, 0.95)  # CPU, no grad: the NumPy path
+    torch_path = gae(rewards, values.clone().requires_grad_(), terminated, truncated, 0.99, 0.95)
+    assert torch.equal(fast, torch_path.detach())

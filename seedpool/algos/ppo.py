@@ -8,6 +8,7 @@ gradient step before it changes any parameter.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import torch.nn.functional as F
 from seedpool.algos.batching import take_rows
 from seedpool.algos.gradient import GradientStep, Precision
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
+from seedpool.algos import ppo_numpy
 from seedpool.algos.ppo_numpy import numpy_step_fn
 from seedpool.algos.reward_norm import ReturnNormalizer
 from seedpool.algos.returns import gae
@@ -197,8 +199,19 @@ def ppo_update(
         # One minibatch is the whole batch: normalise once, and skip shuffling (order is irrelevant).
         adv = batch.advantages
         batch = dataclasses.replace(batch, advantages=(adv - adv.mean()) / (adv.std() + 1e-8))
-    minibatch_step = _numpy_step_fn(policy, step, batch, cfg, clip, version) if cfg.numpy_update else None
-    minibatch_step = minibatch_step or _torch_step_fn(policy, step, batch, cfg, clip, version)
+    numpy_step = _numpy_step_fn(policy, step, batch, cfg, clip, version) if cfg.numpy_update else None
+    minibatch_step = numpy_step or _torch_step_fn(policy, step, batch, cfg, clip, version)
+    with ppo_numpy.update_scope() if numpy_step else contextlib.nullcontext():
+        epochs_done, history = _epochs(minibatch_step, cfg, n, whole)
+    means = {k: float(torch.stack([h[k] for h in history]).mean()) for k in history[0]}
+    means["explained_variance"] = explained_variance(batch.values, batch.returns)
+    means["epochs"] = float(epochs_done)
+    return means
+
+
+def _epochs(minibatch_step, cfg: PPOConfig, n: int, whole: bool) -> tuple[int, list[dict]]:
+    """Run the epochs of minibatch steps over ``n`` rows; returns the epochs done and the last
+    epoch's statistics (an epoch past ``target_kl`` is the last)."""
     epochs_done, history = 0, []
     for epoch in range(cfg.update_epochs):
         chunks = [None] if whole else torch.randperm(n).chunk(cfg.num_minibatches)
@@ -212,10 +225,7 @@ def ppo_update(
         epochs_done += 1
         if cfg.target_kl is not None and float(history[-1]["approx_kl"]) > cfg.target_kl:
             break
-    means = {k: float(torch.stack([h[k] for h in history]).mean()) for k in history[0]}
-    means["explained_variance"] = explained_variance(batch.values, batch.returns)
-    means["epochs"] = float(epochs_done)
-    return means
+    return epochs_done, history
 
 
 def _torch_step_fn(policy, step: GradientStep, batch: PPOBatch, cfg: PPOConfig, clip: float | None,

@@ -13,6 +13,7 @@ Conventions shared by every estimator here:
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 
@@ -32,10 +33,15 @@ def gae(
     deltas = rewards + gamma * values[1:] * not_terminal - values[:-1]
     decay = gamma * lam * not_done
     advantages = torch.empty_like(deltas)
-    running = torch.zeros_like(deltas[0])
-    for t in range(deltas.shape[0] - 1, -1, -1):
-        running = deltas[t] + decay[t] * running
-        advantages[t] = running
+    d, k, out = deltas, decay, advantages
+    if deltas.device.type == "cpu" and not deltas.requires_grad and deltas.dtype in (torch.float32, torch.float64):
+        # The recursion on NumPy views: the same float operations in the same order, a few
+        # microseconds per step instead of torch's dispatch of each small operation.
+        d, k, out = deltas.numpy(), decay.numpy(), advantages.numpy()
+    running = np.zeros_like(d[-1]) if isinstance(d, np.ndarray) else torch.zeros_like(d[-1])
+    for t in range(d.shape[0] - 1, -1, -1):
+        running = d[t] + k[t] * running
+        out[t] = running
     return advantages
 
 
