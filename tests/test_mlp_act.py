@@ -82,3 +82,12 @@ def test_supports_only_what_it_computes_exactly():
     assert not supports(box, "cpu", "fp32")
     cnn = make_policy(gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), gym.spaces.Discrete(6), ModelConfig())
     assert not supports(cnn, "cpu", "fp32")
+
+
+def test_the_kernels_tanh_is_within_float32_rounding_of_tanh():
+    from seedpool.models.mlp_act import _tanh
+
+    x = np.linspace(-12.0, 12.0, 4_001).astype(np.float32)
+    approx = np.array([_tanh(v) for v in x], np.float64)
+    np.testing.assert_allclose(approx, np.tanh(x.astype(np.float64)), rtol=0, atol=4e-7)
+    assert _tanh(np.float32(0.0)) == 0.0 and abs(_tanh(np.float32(30.0))) <= 1.0
