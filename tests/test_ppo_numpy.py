@@ -205,3 +205,20 @@ def test_unsupported_policies_and_optimizers_fall_back_to_torch():
                 torch.optim.Adam(discrete.pi.parameters())):
         assert numpy_step_fn(discrete, opt, batch, cfg, 0.2) is None
     assert numpy_step_fn(discrete, torch.optim.Adam(discrete.parameters()), batch, cfg, 0.2) is not None
+
+
+@pytest.mark.parametrize("clip", [None, 0.2])
+@pytest.mark.parametrize("ent_coef", [0.0, 0.01])
+def test_compiled_policy_gradient_matches_the_numpy_one(clip, ent_coef):
+    rng = np.random.default_rng(0)
+    n, k = 256, 3
+    logits = rng.normal(size=(n, k)).astype(np.float32)
+    actions = rng.integers(0, k, n)
+    old_logp = (np.log(rng.dirichlet(np.ones(k), n))[np.arange(n), actions] + rng.normal(0, 0.3, n)).astype(np.float32)
+    adv = rng.normal(size=n).astype(np.float32)
+    value, old_values, returns = (rng.normal(size=n).astype(np.float32) for _ in range(3))
+    cfg = PPOConfig(ent_coef=ent_coef)
+    mb = [None, actions, old_logp, old_values, adv, returns]
+    want, _, _ = ppo_numpy._loss_grads(logits, value, mb, cfg, clip, True, False)
+    got = ppo_numpy._policy_grads(logits, actions, old_logp, adv, -1.0 if clip is None else clip, ent_coef)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import threading
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
+from numba import njit
 from threadpoolctl import ThreadpoolController
 
 from seedpool.models.distributions import CategoricalHead
@@ -59,8 +61,16 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
         mb = data if idx is None else [a[idx.numpy()] for a in data]
         obs = mb[0]
         pi_acts, vf_acts = _forward(obs, pi, relu), _forward(obs, vf, relu)
-        dlogits, dvalue, stats = _loss_grads(pi_acts[-1], vf_acts[-1][:, 0], mb, cfg, clip,
-                                             normalized, with_stats)
+        if (normalized or not cfg.norm_adv) and not with_stats:
+            # The common step (no statistics, advantages as given): the policy term's gradient in
+            # one compiled pass over the rows instead of ~25 NumPy calls.
+            dlogits = _policy_grads(pi_acts[-1], mb[1], mb[2], mb[4], -1.0 if clip is None else clip,
+                                    cfg.ent_coef)
+            _, dvalue = _value_loss_grad(vf_acts[-1][:, 0], mb[3], mb[5], cfg, clip)
+            stats = {}
+        else:
+            dlogits, dvalue, stats = _loss_grads(pi_acts[-1], vf_acts[-1][:, 0], mb, cfg, clip,
+                                                 normalized, with_stats)
         _backward(dlogits, obs, pi_acts, pi, relu)
         _backward(dvalue[:, None], obs, vf_acts, vf, relu)
         norm = _clip_grad_norm([s[1] for s in slots], cfg.max_grad_norm)
@@ -258,6 +268,44 @@ def _loss_grads(logits, value, mb, cfg: PPOConfig, clip: float | None, normalize
                  "approx_kl": ((ratio - np.float32(1.0)) - logratio).mean(),
                  "clipfrac": np.float32((np.abs(ratio - np.float32(1.0)) > (clip or np.inf)).mean())}
     return dlogits, dvalue, stats
+
+
+@njit(cache=True, nogil=True)
+def _policy_grads(logits, actions, old_logp, adv, clip, ent_coef):
+    """d(policy loss - ent_coef * mean entropy)/d(logits), row by row: what `_loss_grads` computes
+    for the logits (``clip`` < 0: no clipping), in float64 within a row, float32 out."""
+    n, k = logits.shape
+    out = np.empty((n, k), np.float32)
+    logp = np.empty(k)
+    for i in range(n):
+        top = logits[i, 0]
+        for j in range(1, k):
+            top = max(top, logits[i, j])
+        total = 0.0
+        for j in range(k):
+            total += math.exp(logits[i, j] - top)
+        lse = top + math.log(total)
+        entropy = 0.0
+        for j in range(k):
+            logp[j] = logits[i, j] - lse
+            entropy -= math.exp(logp[j]) * logp[j]
+        a = actions[i]
+        ratio = math.exp(logp[a] - old_logp[i])
+        dratio = adv[i]
+        if clip >= 0.0:
+            clipped = adv[i] * min(max(ratio, 1.0 - clip), 1.0 + clip)
+            inside = 1.0 - clip <= ratio <= 1.0 + clip
+            if not (inside or adv[i] * ratio < clipped):
+                dratio = 0.0
+        dlogprob = dratio * ratio * (-1.0 / n)
+        for j in range(k):
+            p = math.exp(logp[j])
+            g = -p * dlogprob
+            if ent_coef != 0.0:
+                g += p * (logp[j] + entropy) * (ent_coef / n)
+            out[i, j] = g
+        out[i, a] += dlogprob
+    return out
 
 
 def _value_loss_grad(value, old_values, returns, cfg: PPOConfig, clip: float | None):
