@@ -91,3 +91,13 @@ def test_the_kernels_tanh_is_within_float32_rounding_of_tanh():
     approx = np.array([_tanh(v) for v in x], np.float64)
     np.testing.assert_allclose(approx, np.tanh(x.astype(np.float64)), rtol=0, atol=4e-7)
     assert _tanh(np.float32(0.0)) == 0.0 and abs(_tanh(np.float32(30.0))) <= 1.0
+
+
+def test_load_kernels_compiles_the_signatures_act_uses():
+    from seedpool.models import mlp_act
+
+    mlp_act.load_kernels()
+    before = (len(mlp_act._act.signatures), len(mlp_act._values.signatures))
+    fast = CompiledMLPAct(_policy())
+    fast.act(np.zeros((3, 4), np.float32)), fast.value(np.zeros((3, 4), np.float32))
+    assert (len(mlp_act._act.signatures), len(mlp_act._values.signatures)) == before  # nothing new compiled

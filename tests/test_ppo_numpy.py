@@ -222,3 +222,13 @@ def test_compiled_policy_gradient_matches_the_numpy_one(clip, ent_coef):
     want, _, _ = ppo_numpy._loss_grads(logits, value, mb, cfg, clip, True, False)
     got = ppo_numpy._policy_grads(logits, actions, old_logp, adv, -1.0 if clip is None else clip, ent_coef)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8)
+
+
+def test_load_kernels_compiles_the_signature_the_step_uses():
+    ppo_numpy.load_kernels()
+    before = len(ppo_numpy._policy_grads.signatures)
+    policy = _policy()
+    for minibatches in (1, 4):  # the whole batch, and gathered minibatches
+        ppo_update(policy, torch.optim.Adam(policy.parameters()), _batch(policy),
+                   PPOConfig(update_epochs=2, num_minibatches=minibatches))
+    assert len(ppo_numpy._policy_grads.signatures) == before

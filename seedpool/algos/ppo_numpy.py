@@ -270,6 +270,13 @@ def _loss_grads(logits, value, mb, cfg: PPOConfig, clip: float | None, normalize
     return dlogits, dvalue, stats
 
 
+def load_kernels() -> None:
+    """Compile the compiled parts of the step (or load them from numba's cache) now, for the
+    types the step calls them with: trainers do it before a run's clock starts."""
+    logits, small = np.zeros((1, 2), np.float32), np.zeros(1, np.float32)
+    _policy_grads(logits, np.zeros(1, np.int64), small, small, 0.2, 0.0)
+
+
 @njit(cache=True, nogil=True)
 def _policy_grads(logits, actions, old_logp, adv, clip, ent_coef):
     """d(policy loss - ent_coef * mean entropy)/d(logits), row by row: what `_loss_grads` computes

@@ -84,6 +84,15 @@ class CompiledMLPAct:
         return values
 
 
+def load_kernels() -> None:
+    """Compile the kernels (or load them from numba's cache) now, for the types `act` and `value`
+    call them with: trainers do it before a run's clock starts, as pools do for native envs."""
+    x, flat, table = np.zeros((1, 1), np.float32), np.zeros(2, np.float32), np.array([[1, 1, 0, 1]], np.int64)
+    scratch, out = np.zeros((2, 1), np.float32), np.zeros(1, np.float32)
+    _act(x, flat, table, table, False, np.zeros(1, np.float32), scratch, np.zeros(1, np.int64), out, out)
+    _values(x, flat, table, False, scratch, out)
+
+
 def _rows(obs: np.ndarray) -> np.ndarray:
     """Observations as ``[B, D]`` contiguous float32 (what ``features`` computes, without norm)."""
     x = np.asarray(obs)

@@ -6,6 +6,7 @@ from typing import Literal
 
 import seedpool
 from seedpool.actors.sampler import make_sampler
+from seedpool.algos import ppo_numpy
 from seedpool.algos.ppo import PPOConfig, PPOLearner
 from seedpool.envs.registry import is_atari, is_mujoco
 from seedpool.experiment import (
@@ -13,7 +14,7 @@ from seedpool.experiment import (
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.experiment.config import OptionValue
-from seedpool.models import ModelConfig, make_policy
+from seedpool.models import ModelConfig, make_policy, mlp_act
 from seedpool.models.precision import resolve_precision
 from seedpool.runners.sync import run_sync
 
@@ -55,6 +56,10 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
     try:
         policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
         precision = resolve_precision(cfg.precision, device, policy)
+        if mlp_act.supports(policy, device, precision):  # before the run's clock, as pools do for native envs
+            mlp_act.load_kernels()
+            if cfg.ppo.numpy_update:
+                ppo_numpy.load_kernels()
         learner = PPOLearner(policy, cfg.ppo, cfg.total_timesteps, precision)
         with Run.open(cfg, "ppo", cfg, ckpt) as run:
             sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
