@@ -59,8 +59,8 @@ WIDE_CONV = 8192
 """Convolution weights (all layers together) from which a network's time is in products that
 bf16 speeds up. The Nature CNN has 77,824 (bf16: its 256-row update 2.6x as fast on this repo's
 CPU, `benchmarks/results/precision.md`); MinAtar's single 3x3 layer over 4 channels has 576
-(bf16: its 32-row update 0.89x and its 8-row forward 0.65x as fast: the casts cost more than
-the products save)."""
+(bf16 on the quiet machine: its 32-row update 0.97-1.02x and its 8-row forward 0.78-0.83x as
+fast, `benchmarks/results/precision.md`: the casts cost what the products save, or more)."""
 
 
 def has_wide_convolution(model: nn.Module, weights: int = WIDE_CONV) -> bool:
