@@ -189,7 +189,6 @@ def test_bad_writer_input_raises_and_changes_nothing():
     writer.add(**good)
     before = (writer.t.copy(), writer.start.copy(), writer.w_reward.copy(), len(rb))
     cases = [
-        (dict(streams=[1, 1]), "twice"),
         (dict(streams=[0, -1]), "stream ids"),
         (dict(q_value=[0.0, 0.0]), "both"),
         (dict(reward=[1.0, np.nan]), "finite"),
@@ -203,6 +202,52 @@ def test_bad_writer_input_raises_and_changes_nothing():
     after = (writer.t, writer.start, writer.w_reward, len(rb))
     for x, y in zip(before, after):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+@pytest.mark.parametrize("kind", [UniformReplay, PrioritizedReplay])
+def test_several_steps_of_a_stream_in_one_call_write_the_rows_of_one_step_per_call(n, kind):
+    """A whole unroll at once (each stream several times, in its time order) = one step per call."""
+    S, T = 5, 60
+    r, v, term, trunc = rollout(T=T, B=S, seed=10 + n, p_end=0.2)
+    q = np.random.default_rng(n).normal(size=(T, S))
+    ids = np.arange(T * S).reshape(T, S)  # obs id of (t, s); its next obs is id + S
+
+    def step(t_idx, s_idx):
+        return dict(obs=ids[t_idx, s_idx], action=ids[t_idx, s_idx], reward=r[t_idx, s_idx],
+                    terminated=term[t_idx, s_idx], truncated=trunc[t_idx, s_idx],
+                    next_obs=ids[t_idx, s_idx] + S, streams=s_idx, q_value=q[t_idx, s_idx],
+                    next_value=v[t_idx + 1, s_idx])
+
+    one, chunked = kind(T * S, FIELDS, seed=0), kind(T * S, FIELDS, seed=0)
+    w_one, w_chunked = NStepWriter(one, n, 0.9), NStepWriter(chunked, n, 0.9)
+    rng = np.random.default_rng(0)
+    for t in range(T):
+        s_idx = rng.permutation(S)
+        w_one.add(**step(np.full(S, t), s_idx))
+    t = 0
+    while t < T:  # chunks of 1..9 time steps, streams shuffled within each time step
+        k = int(rng.integers(1, 10))
+        times = np.arange(t, min(t + k, T))
+        order = [(tt, s) for tt in times for s in rng.permutation(S)]
+        tt, ss = map(np.array, zip(*order))
+        w_chunked.add(**step(tt, ss))
+        t += k
+    assert w_one.pending == w_chunked.pending
+    w_one.flush(), w_chunked.flush()
+    assert len(one) == len(chunked) == T * S
+
+    def by_first_action(rb):
+        rows = rb.storage.gather(np.arange(len(rb)))
+        order = np.argsort(rows["action"])
+        out = {k: a[order] for k, a in rows.items()}
+        if isinstance(rb, PrioritizedReplay):
+            out["priority"] = rb.priorities(np.arange(len(rb)))[order]
+        return out
+
+    a, b = by_first_action(one), by_first_action(chunked)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
 def test_writer_refuses_replays_it_cannot_fill():

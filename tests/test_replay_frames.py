@@ -101,6 +101,24 @@ def drive(rb, envs, n_calls: int, streams: int, stall: int | None, n_step=3, gam
     return ref
 
 
+def test_steps_of_a_stream_several_times_in_one_call_are_the_same_rows():
+    """Frame dedup takes a whole unroll at once (streams repeated, in time order) like one step per call."""
+    rb = PrioritizedReplay(48, FIELDS, seed=0, frame_dedup=True, frame_capacity=90, reuse_window=20)
+    ref, ref_writer = reference(3, 0.9)
+    writer = NStepWriter(rb, 3, 0.9)
+    envs, rng = Envs(4, seed=5), np.random.default_rng(3)
+    for call in range(60):
+        steps = [envs.step(rng.permutation(4)) for _ in range(int(rng.integers(1, 6)))]
+        for step in steps:
+            ref_writer.add(**step)
+        joined = {k: np.concatenate([s[k] for s in steps]) for k in steps[0]}
+        writer.add(**joined)
+        if call % 5 == 0:
+            check(rb, ref)
+    assert writer.flush() == ref_writer.flush()
+    check(rb, ref)
+
+
 def check(rb, ref) -> None:
     """Live rows are exact and are the newest rows; evicted rows have no mass; samples are exact."""
     live = rb.storage.live_rows()

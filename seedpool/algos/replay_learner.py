@@ -113,8 +113,8 @@ class ReplayLearner:
                 "charts/replay_ratio": self.measured_ratio()}
 
     def insert(self, unrolls: Unrolls) -> None:
-        """Write the unrolls into the replay: their transitions as n-step rows (a sequence replay
-        overrides this to cut sequences instead)."""
+        """Write the unrolls into the replay: their transitions as n-step rows, the whole batch in
+        one writer call (a sequence replay overrides this to cut sequences instead)."""
         for step in self.steps(unrolls):
             self.writer.add(**step)
 

@@ -2,8 +2,9 @@
 
 Both value-based trainers hand their experience to the replay as `Unrolls` (the sync
 sampler's lockstep steps, or the unrolls the central inference server cuts). A replay
-writer wants them one time step at a time, each env's steps in order, as transitions
-``(obs, action, reward, terminated, truncated, next_obs)``; this module does that cut.
+writer wants transitions ``(obs, action, reward, terminated, truncated, next_obs)`` with
+each env's steps in time order; this module cuts a whole batch into one such call
+(an env appears once per step it took: one writer call per batch, not per time step).
 
 When the acting network recorded its estimates with each step (``Unrolls.aux`` columns
 ``Q(s_t, a_t)`` and ``max_a Q(s_t, a)``), each transition also carries ``q_value`` and the
@@ -31,36 +32,40 @@ class UnrollSteps:
         self.held: dict[int, Step] = {}  # slot -> its last step, waiting for next_value
 
     def __call__(self, unrolls: Unrolls) -> Iterator[Step]:
-        """The batch's valid steps, each env's in time order (held steps of earlier batches first)."""
-        for part in _one_per_slot(unrolls):
-            yield from self._steps(part)
+        """The batch's valid steps as one step dict (nothing when there are none): held steps of
+        earlier batches first, then each env's steps in time order (an env appears once per step)."""
+        parts = [step for part in _one_per_slot(unrolls) for step in self._steps(part)]
+        if len(parts) == 1:
+            yield parts[0]
+        elif parts:
+            yield {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
-    def _steps(self, u: Unrolls) -> Iterator[Step]:
+    def _steps(self, u: Unrolls) -> list[Step]:
+        """The released held steps of these envs, then the unrolls' valid steps, time-major."""
+        out = []
         has_values = u.aux is not None
         if has_values:
             released = self._release(u)
             if released is not None:
-                yield released
+                out.append(released)
         T = u.num_steps
-        for t in range(T):
-            rows = np.flatnonzero(u.valid[t])
-            if rows.size == 0:
-                continue
-            step = {
-                "streams": u.slots[rows], "obs": u.obs[t, rows], "action": u.actions[t, rows],
-                "reward": u.rewards[t, rows], "terminated": u.terminated[t, rows],
-                "truncated": u.truncated[t, rows], "next_obs": u.obs[t + 1, rows],
-            }
-            if not has_values:
-                yield step
-                continue
-            step["q_value"] = u.aux[t, rows, 0]
-            if t + 1 < T:
-                step["next_value"] = u.aux[t + 1, rows, 1]
-                yield step
-            else:
-                for i, slot in enumerate(step["streams"]):
-                    self.held[int(slot)] = {k: v[i:i + 1] for k, v in step.items()}
+        tt, jj = np.nonzero(u.valid)  # time-major: each env's steps in time order
+        step = {
+            "streams": u.slots[jj], "obs": u.obs[tt, jj], "action": u.actions[tt, jj],
+            "reward": u.rewards[tt, jj], "terminated": u.terminated[tt, jj],
+            "truncated": u.truncated[tt, jj], "next_obs": u.obs[tt + 1, jj],
+        }
+        if has_values:
+            step["q_value"] = u.aux[tt, jj, 0]
+            last = tt == T - 1  # its next value comes with the env's next unroll: held until then
+            for i in np.flatnonzero(last):
+                self.held[int(step["streams"][i])] = {k: v[i:i + 1] for k, v in step.items()}
+            keep = np.flatnonzero(~last)
+            step = {k: v[keep] for k, v in step.items()}
+            step["next_value"] = u.aux[tt[keep] + 1, jj[keep], 1]
+        if len(step["streams"]):
+            out.append(step)
+        return out
 
     def _release(self, u: Unrolls) -> Step | None:
         """The held last steps of these unrolls' envs, now that their next values are known."""

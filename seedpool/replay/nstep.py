@@ -36,8 +36,15 @@ def _row(w_reward, w_q, powers, s, first, last, terminal, next_value):
 
 @njit(cache=True)
 def _advance(ss, terminated, truncated, reward, q, next_value, powers, t, start, ep, w_reward, w_q,
-             last_value, out_stream, out_batch, out_first, out_ep, out_ret, out_disc, out_prio):
-    """Record one step per stream, write out every row it completes, advance the counters; returns rows."""
+             last_value, w_batch, last_batch, out_stream, out_batch, out_first, out_ep, out_end, out_from,
+             out_ret, out_disc, out_prio):
+    """Record the steps in order, write out every row each completes, advance the counters; returns rows.
+
+    A stream may have several steps in one call (in its time order). ``w_batch[s, pos]`` and
+    ``last_batch[s]`` (-1 between calls) note which step of this call filled each window slot
+    and the stream's last one; a row whose first step came in this call reads its first
+    observation and action from that step (``out_from``, else -1: from the window).
+    """
     n = w_reward.shape[1]
     rows = 0
     for b in range(ss.shape[0]):
@@ -45,6 +52,8 @@ def _advance(ss, terminated, truncated, reward, q, next_value, powers, t, start,
         ts = t[s]
         w_reward[s, ts % n] = reward[b]
         w_q[s, ts % n] = q[b]
+        w_batch[s, ts % n] = b
+        last_batch[s] = b
         last_value[s] = next_value[b]
         done = terminated[b] or truncated[b]
         pending = ts - start[s] + 1
@@ -53,6 +62,7 @@ def _advance(ss, terminated, truncated, reward, q, next_value, powers, t, start,
             first = start[s] + j
             ret, disc, prio = _row(w_reward, w_q, powers, s, first, ts, terminated[b], next_value[b])
             out_stream[rows], out_batch[rows], out_first[rows], out_ep[rows] = s, b, first, ep[s]
+            out_end[rows], out_from[rows] = ts, w_batch[s, first % n]
             out_ret[rows], out_disc[rows], out_prio[rows] = ret, disc, prio
             rows += 1
         if done:
@@ -60,6 +70,38 @@ def _advance(ss, terminated, truncated, reward, q, next_value, powers, t, start,
         else:
             t[s], start[s] = ts + 1, start[s] + count
     return rows
+
+
+@njit(cache=True)
+def _count_rows(ss, done, t, start, n):
+    """Rows an `_advance` of these steps would write (no state changes)."""
+    pending = t - start
+    rows = 0
+    for b in range(ss.shape[0]):
+        s = ss[b]
+        p = pending[s] + 1
+        if done[b]:
+            rows += p
+            pending[s] = 0
+        elif p == n:
+            rows += 1
+            pending[s] = n - 1
+        else:
+            pending[s] = p
+    return rows
+
+
+@njit(cache=True)
+def _occurrences(ss, streams):
+    """Each step's occurrence of its stream in this call (0 for the first), and the most of any stream."""
+    seen = np.zeros(streams, np.int64)
+    out = np.empty(ss.shape[0], np.int64)
+    most = 0
+    for b in range(ss.shape[0]):
+        out[b] = seen[ss[b]]
+        seen[ss[b]] += 1
+        most = max(most, seen[ss[b]])
+    return out, most
 
 
 @njit(cache=True)
@@ -112,9 +154,11 @@ class NStepWriter:
             "t": ((), np.int64), "start": ((), np.int64), "ep": ((), np.int64),
             "w_reward": ((n,), np.float64), "w_q": ((n,), np.float64), "last_next_value": ((), np.float64),
             "w_action": ((n, *act.shape), act.dtype) if act else ((n,), np.int64),
+            # -1 between calls: which step of the current call filled a window slot / came last.
+            "w_batch": ((n,), np.int64), "last_batch": ((), np.int64),
         }
         for name, (shape, dtype) in shapes.items():
-            new = np.zeros((streams, *shape), dtype)
+            new = np.full((streams, *shape), -1 if name in ("w_batch", "last_batch") else 0, dtype)
             if self._streams:
                 new[: self._streams] = getattr(self, name)
             setattr(self, name, new)
@@ -135,35 +179,61 @@ class NStepWriter:
 
     def add(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, next_obs: Any,
             streams: Any = None, q_value: Any = None, next_value: Any = None) -> int:
-        """One step of B envs (one step per stream, in time order per stream); returns rows written.
+        """B env steps, each of stream ``streams[i]``; returns rows written.
 
-        ``next_obs`` is what the step returned: at an episode end, the final observation. Do not
-        feed the extra step that next-step autoreset inserts between episodes. ``q_value`` and
-        ``next_value`` (both or neither) give rows their initial priority
-        ``|reward + discount * next_value[end] - q_value[start]|``.
+        A stream may appear several times in one call (a whole unroll at once): its steps must
+        come in its time order. ``next_obs`` is what the step returned: at an episode end, the
+        final observation. Do not feed the extra step that next-step autoreset inserts between
+        episodes. ``q_value`` and ``next_value`` (both or neither) give rows their initial
+        priority ``|reward + discount * next_value[end] - q_value[start]|``.
+
+        Every input is checked before anything changes. With frame dedup, the frames are checked
+        one occurrence of each stream at a time: a step breaking the frame contract raises after
+        the steps before it were written.
         """
         step = self._validate(obs, action, reward, terminated, truncated, next_obs, streams, q_value, next_value)
-        ss, b = step["streams"], len(step["streams"])
-        t_s = self.t[ss]
-        pending = t_s - self.start[ss] + 1
-        done = step["terminated"] | step["truncated"]
-        self._check_room(int(np.where(done, pending, pending == self.n_step).sum()))
+        if self._cache is not None:
+            occurrence, most = _occurrences(step["streams"], self._streams)
+            if most > 1:  # the frame cache takes one step per stream at a time
+                self._check_room(self._rows_of(step))
+                return sum(self._add(_take(step, np.flatnonzero(occurrence == k))) for k in range(most))
+        return self._add(step)
+
+    def _rows_of(self, step: dict) -> int:
+        return _count_rows(step["streams"], step["terminated"] | step["truncated"], self.t, self.start,
+                           self.n_step)
+
+    def _add(self, step: dict) -> int:
+        """Write a validated call's rows, then move the per-stream windows on."""
+        ss = step["streams"]
+        total = self._rows_of(step)
+        self._check_room(total)
         if self._cache is not None:  # the last check, and the first change: caches the new frames
             self._check_frames(step, ss)
-        pos = t_s % self.n_step
-        self.w_action[ss, pos] = step["action"]
-        for k, arr in (self.w_obs or {}).items():
-            arr[ss, pos] = step["obs"][k]
-        for k, arr in (self.last_next_obs or {}).items():
-            arr[ss] = step["next_obs"][k]
-        out = _outputs(b * self.n_step)
+        out = _outputs(total)
         rows = _advance(ss, step["terminated"], step["truncated"], step["reward"], step["q_value"],
                         step["next_value"], self._powers, self.t, self.start, self.ep, self.w_reward, self.w_q,
-                        self.last_next_value, out["stream"], out["batch"], out["first"], out["ep"], out["ret"],
-                        out["disc"], out["prio"])
-        out = {k: v[:rows] for k, v in out.items()}
+                        self.last_next_value, self.w_batch, self.last_batch, out["stream"], out["batch"],
+                        out["first"], out["ep"], out["end"], out["from"], out["ret"], out["disc"], out["prio"])
+        assert rows == total, (rows, total)
+        # Each row's first action and observation: from this call's step, or from the window
+        # (read before the window moves on).
+        start_pos = out["first"] % self.n_step
+        action = _first_values(self.w_action, step["action"], out["stream"], start_pos, out["from"])
+        obs = {k: _first_values(arr, step["obs"][k], out["stream"], start_pos, out["from"])
+               for k, arr in (self.w_obs or {}).items()}
+        ws, wp = np.nonzero(self.w_batch >= 0)
+        filled_by = self.w_batch[ws, wp]
+        self.w_action[ws, wp] = step["action"][filled_by]
+        for k, arr in (self.w_obs or {}).items():
+            arr[ws, wp] = step["obs"][k][filled_by]
+        self.w_batch[ws, wp] = -1
+        ls = np.flatnonzero(self.last_batch >= 0)
+        for k, arr in (self.last_next_obs or {}).items():
+            arr[ls] = step["next_obs"][k][self.last_batch[ls]]
+        self.last_batch[ls] = -1
         next_obs = {k: v[out["batch"]] for k, v in step["next_obs"].items()} if self.last_next_obs else None
-        return self._write(out, t_s[out["batch"]] + 1, next_obs)  # every row ends at this step
+        return self._write(out, out["end"] + 1, action, obs, next_obs)  # every row ends at its step "end"
 
     def flush(self) -> int:
         """Write every pending row now, bootstrapping from the latest observation; returns rows written.
@@ -179,8 +249,10 @@ class NStepWriter:
         out = _outputs(total)
         _flush(self._powers, self.t, self.start, self.ep, self.w_reward, self.w_q, self.last_next_value,
                out["stream"], out["first"], out["ep"], out["ret"], out["disc"], out["prio"])
+        start_pos = out["first"] % self.n_step
+        obs = {k: arr[out["stream"], start_pos] for k, arr in (self.w_obs or {}).items()}
         nxt = {k: v[out["stream"]] for k, v in self.last_next_obs.items()} if self.last_next_obs else None
-        return self._write(out, self.t[out["stream"]], nxt)
+        return self._write(out, self.t[out["stream"]], self.w_action[out["stream"], start_pos], obs, nxt)
 
     def _check_room(self, rows: int) -> None:
         """Refuse, before any state changes, a call that would write more rows than one write may hold."""
@@ -190,18 +262,19 @@ class NStepWriter:
                 f"{self.replay.capacity}"
             )
 
-    def _write(self, out: dict, t_next: np.ndarray, next_obs: dict[str, np.ndarray] | None) -> int:
-        """Send computed rows to the replay; ``t_next`` is each row's next_obs step (frame dedup)."""
+    def _write(self, out: dict, t_next: np.ndarray, action: np.ndarray, obs: dict[str, np.ndarray],
+               next_obs: dict[str, np.ndarray] | None) -> int:
+        """Send computed rows to the replay: ``action``/``obs`` are each row's first, ``next_obs``
+        its last; ``t_next`` is each row's next_obs step (frame dedup)."""
         rows = len(out["stream"])
         if not rows:
             return 0
-        start_pos = out["first"] % self.n_step
-        fields = {"reward": out["ret"], "discount": out["disc"], "action": self.w_action[out["stream"], start_pos]}
+        fields = {"reward": out["ret"], "discount": out["disc"], "action": action}
         prio = out["prio"] if self._with_values else None
         if self._cache is None:
             flat = {f: fields[f] for f in self.fields if f in fields}
-            for k, arr in (self.w_obs or {}).items():
-                flat["obs" + k] = arr[out["stream"], start_pos]
+            for k, arr in obs.items():
+                flat["obs" + k] = arr
             for k, arr in (next_obs or {}).items():
                 flat["next_obs" + k] = arr
             self.replay.add(priorities=prio, **nest_values(flat))
@@ -263,7 +336,7 @@ class NStepWriter:
         return {k: coerce(name + k, got[k], f, b) for k, f in self._obs_leaves.items()}
 
     def _stream_ids(self, streams: Any, b: int) -> np.ndarray:
-        """Stream ids [B] (default arange(B)): ints, >= 0, unique in one add; grows per-stream state."""
+        """Stream ids [B] (default arange(B)): ints in [0, MAX_STREAMS); grows per-stream state."""
         if streams is None:
             ss = np.arange(b, dtype=np.int64)
         else:
@@ -273,8 +346,6 @@ class NStepWriter:
             ss = ss.astype(np.int64)
             if b and (ss.min() < 0 or ss.max() >= MAX_STREAMS):
                 raise ValueError(f"stream ids must be in [0, {MAX_STREAMS}), got {ss.min()}..{ss.max()}")
-            if len(np.unique(ss)) != b:
-                raise ValueError("a stream appears twice in one add: send one step per stream per call")
         if b and ss.max() >= self._streams:
             self._grow(max(int(ss.max()) + 1, 2 * self._streams))
         return ss
@@ -293,9 +364,24 @@ def _resized(old: np.ndarray | None, streams: int, shape: tuple[int, ...], dtype
     return new
 
 
+def _first_values(window: np.ndarray, new: np.ndarray, stream: np.ndarray, pos: np.ndarray,
+                  source: np.ndarray) -> np.ndarray:
+    """Rows' first values: ``new[source]`` where the row began in this call (source >= 0), else the window's."""
+    values = window[stream, pos]
+    here = source >= 0
+    if here.any():
+        values[here] = new[source[here]]
+    return values
+
+
+def _take(step: dict, rows: np.ndarray) -> dict:
+    """Some rows of a validated call (observations are dicts of leaves)."""
+    return {k: ({leaf: a[rows] for leaf, a in v.items()} if isinstance(v, dict) else v[rows]) for k, v in step.items()}
+
+
 def _outputs(size: int) -> dict[str, np.ndarray]:
     """Room for ``size`` rows computed by the kernels."""
-    ints = ("stream", "batch", "first", "ep")
+    ints = ("stream", "batch", "first", "ep", "end", "from")
     return {k: np.empty(size, np.int64 if k in ints else np.float64)
             for k in (*ints, "ret", "disc", "prio")}
 
