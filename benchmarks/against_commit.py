@@ -3,6 +3,7 @@ same trainer defaults, alternating rounds.
 
     .venv/bin/python benchmarks/against_commit.py --commit ba7f7ed --trainer ppo     # PPO, CartPole-v1
     .venv/bin/python benchmarks/against_commit.py --commit ba7f7ed --trainer apex    # Ape-X, MinAtar/Breakout-v1
+    .venv/bin/python benchmarks/against_commit.py --commit 32f471f --trainer ppo-pong  # PPO, Pong-v5 (issue 16)
 
 Issue targets of the form "steps/s >= k x today's" compare with the code of the day the issue
 was written: this checks that commit out into a temporary git worktree and, in every round,
@@ -26,7 +27,8 @@ from seedpool.bench.report import machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-TASKS = {"ppo": ("ppo", "CartPole-v1", 40_000), "apex": ("apex", "MinAtar/Breakout-v1", 150_000)}
+TASKS = {"ppo": ("ppo", "CartPole-v1", 40_000), "apex": ("apex", "MinAtar/Breakout-v1", 150_000),
+         "ppo-pong": ("ppo", "Pong-v5", 20_480)}
 
 # One run, in a fresh process whose seedpool is the tree on PYTHONPATH: prints its result as JSON.
 RUN = """

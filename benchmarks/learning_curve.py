@@ -4,7 +4,8 @@
         [--metric charts/episodic_return/eps_0.0723-0.0201 --metric charts/episodic_return ...]
 
 Reads the run's metrics.csv (returns of whole games: Atari runs log them across lives),
-writes a markdown table of the 20-episode mean at every ``--every`` env steps (one column
+writes a markdown table of the 20-episode mean at every ``--every`` env steps, with the
+training minutes of the last episode counted there (one column
 per ``--metric``: Ape-X logs each epsilon group's returns apart), the first step the first
 metric's mean reached ``--target`` (if it did), steps/s and wall-clock, with the machine
 and versions, and copies the run's plot beside it (NAME.png).
@@ -50,8 +51,9 @@ def main() -> None:
     if args.target is not None:
         hit = np.flatnonzero((mean20 >= args.target) & (np.arange(len(mean20)) >= 19))
         lines.append(f"- **target {args.target:g} (`{names[0]}`, mean of the last 20 episodes):** " +
-                     (f"first reached at {int(steps[hit[0]]):,} env steps" if hit.size else "not reached in this run"))
-    header = ["env steps", "episodes so far"] + [f"mean of last 20: `{n}`" for n in names]
+                     (f"first reached at {int(steps[hit[0]]):,} env steps, {times[hit[0]] / 60:.1f} min of training"
+                      if hit.size else "not reached in this run"))
+    header = ["env steps", "training minutes", "episodes so far"] + [f"mean of last 20: `{n}`" for n in names]
     header.append("best 20-episode mean so far")
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
     for mark in range(args.every, int(steps[last]) + args.every, args.every):
@@ -59,7 +61,7 @@ def main() -> None:
         i = at[0]
         if i < 0:
             continue
-        cells = [f"{min(mark, int(steps[last])):,}", str(i + 1)]
+        cells = [f"{min(mark, int(steps[last])):,}", f"{times[i] / 60:.1f}", str(i + 1)]
         cells += [f"{m[j]:.1f}" if j >= 0 else "" for (_, _, m), j in zip(curves, at)]
         cells.append(f"{mean20[: i + 1].max():.1f}")
         lines.append("| " + " | ".join(cells) + " |")

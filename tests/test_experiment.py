@@ -202,3 +202,22 @@ def test_progress_line_past_the_budget_shows_no_negative_time_left():
     line = out.getvalue().strip()
     assert line.endswith("| 0:00 left"), line
     assert "1,024/1,000" in line
+
+
+def test_ctrl_c_while_the_curves_are_drawn_skips_the_plot_and_still_reports(tmp_path, monkeypatch, capsys):
+    """The checkpoint is written before finish_run: a Ctrl-C there costs the plot, not the report."""
+    import seedpool.experiment.plot as plot
+    from seedpool.experiment import finish_run
+
+    cfg = RunConfig(env="CartPole-v1", runs_dir=tmp_path, progress="off", tensorboard=False)
+    with Run.open(cfg, "ppo", cfg) as run:
+        run.record_episodes([type("Ep", (), {"step": 100, "ret": 20.0, "length": 20})()])
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plot, "plot_runs", interrupted)
+    result = finish_run(run, "CartPole-v1", "ppo")
+    out = capsys.readouterr().out
+    assert result.plot is None and not result.interrupted
+    assert f"seedpool plot {run.dir}" in out and "run folder" in out and "CartPole-v1" in out

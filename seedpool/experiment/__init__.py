@@ -40,15 +40,22 @@ def setup_torch(seed: int, threads: int, device: str) -> str:
 
 
 def finish_run(run: Run, env: str, algo: str) -> RunResult:
-    """Draw the run's curves and print where everything is plus a one-paragraph summary."""
-    from seedpool.experiment.plot import plot_runs
+    """Draw the run's curves and print where everything is plus a one-paragraph summary.
+
+    The checkpoint is written by the time this runs: a Ctrl-C while the curves are drawn skips
+    the plot (it says how to draw it later) and still prints where everything is."""
     from seedpool.experiment.summary import summary_text
 
     result = run.result()
     try:
+        from seedpool.experiment.plot import plot_runs
+
         result.plot = plot_runs([run.dir], run.dir / "curves.png")
     except RunDirError:  # no episode finished: there is no curve to draw
         result.plot = None
+    except KeyboardInterrupt:
+        result.plot = None
+        print(f"[seedpool] Ctrl-C: the plot was skipped; draw it with: seedpool plot {run.dir}")
     print(f"[seedpool] run folder: {run.dir}")
     print(f"[seedpool] checkpoint: {run.dir / CHECKPOINT_FILE}")
     if result.plot is not None:

@@ -1,0 +1,268 @@
+"""Time to score on Pong-v5: wall-clock to a mean of the last 20 games of 0, 10, 15 and 18,
+seedpool against the systems a user would pick instead, on this machine, one after another.
+
+    python benchmarks/time_to_score.py run seedpool-ppo --minutes 60
+    python benchmarks/time_to_score.py run cleanrl-ppo --minutes 10 --cleanrl-file PATH/ppo_atari_envpool.py
+    python benchmarks/time_to_score.py run sf-appo --minutes 10 --sf-python SF_VENV/bin/python
+    python benchmarks/time_to_score.py ingest seedpool-ppo RUN_DIR --launched 2026-11-27T16:06:00Z --command "..."
+    python benchmarks/time_to_score.py table
+
+`run` starts the system in a fresh process with a wall-clock limit (SIGINT at the limit, as a
+user's Ctrl-C: seedpool writes its checkpoint and summary) and writes
+`results/time_to_score/<system>.json`: the command, the edits made to a peer's script, machine
+and versions, the note, and each finished game as (seconds since launch, env steps, return).
+`ingest` records a seedpool run started by hand with the same command (its run folder and the
+time it was launched). `table` writes `results/time_to_score.md` from the records.
+
+The peers run as shipped where today's packages allow: CleanRL 1.2.0's `ppo_atari_envpool.py`
+with the edits listed in `CLEANRL_EDITS` (gym 0.x -> gymnasium 1.x through envpool's gymnasium
+interface; the algorithm, its settings and its logging untouched), on torch's default threads.
+Sample Factory 2.1.1 (it needs numpy<2 and gymnasium<1.0: its own virtualenv, `--sf-python`) runs
+its shipped Atari example with its Atari defaults on the CPU; it logs no single games, so its
+record holds its own mean of the last 20 episodes (`--stats_avg=20`) as it writes it, counted in
+agent steps (`--summaries_use_frameskip=False`); neither option changes what it learns.
+A system that does not reach a score within its run gets its measured steps/s and, where its
+algorithm and settings are seedpool PPO's, a projection: the env steps seedpool's PPO needed
+for that score divided by the peer's steps/s, marked as projected.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from seedpool.bench.report import machine_info
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "benchmarks" / "results" / "time_to_score"
+TABLE = ROOT / "benchmarks" / "results" / "time_to_score.md"
+SCORES = (0.0, 10.0, 15.0, 18.0)
+SF_ARGS = ["-m", "sf_examples.atari.train_atari", "--env=atari_pong", "--experiment=pong", "--device=cpu",
+           "--seed=1", "--summaries_use_frameskip=False", "--stats_avg=20"]
+WINDOW = 20  # games in the mean
+
+SEEDPOOL_PPO = ["seedpool", "train", "ppo", "--env", "Pong-v5", "--stop-at-return", "18"]
+CLEANRL_ARGS = ["--env-id", "Pong-v5", "--seed", "1", "--cuda", "False", "--total-timesteps", "10000000"]
+CLEANRL_EDITS = [
+    ("import gym\n", "import gymnasium as gym\n", "gym 0.x -> gymnasium 1.x"),
+    ('        env_type="gym",\n', '        env_type="gymnasium",\n', "envpool's gymnasium interface"),
+    ("    envs.num_envs = args.num_envs\n    envs.single_action_space = envs.action_space\n"
+     "    envs.single_observation_space = envs.observation_space\n", "",
+     "no assignment of num_envs and the single-env spaces (envpool's gymnasium env has them, read-only)"),
+    ('        self.num_envs = getattr(env, "num_envs", 1)\n',
+     '        self.num_envs = getattr(env, "num_envs", 1)\n'
+     "        self.single_action_space = env.single_action_space\n"
+     "        self.single_observation_space = env.single_observation_space\n",
+     "the wrapper forwards the single-env spaces (gymnasium 1.x wrappers forward no attributes)"),
+    ("        observations = super().reset(**kwargs)\n",
+     "        observations, _ = super().reset(**kwargs)\n", "reset returns (obs, info)"),
+    ("        observations, rewards, dones, infos = super().step(action)\n",
+     "        observations, rewards, terminated, truncated, infos = super().step(action)\n"
+     "        dones = terminated | truncated\n", "step returns terminations and truncations"),
+]
+
+
+def patched_cleanrl(source: Path, dest: Path) -> Path:
+    """CleanRL's script with `CLEANRL_EDITS` applied (each must apply exactly once)."""
+    text = source.read_text()
+    for old, new, what in CLEANRL_EDITS:
+        if text.count(old) != 1:
+            raise ValueError(f"{source}: the edit {what!r} does not apply (is this cleanrl 1.2.0's "
+                             "ppo_atari_envpool.py?)")
+        text = text.replace(old, new)
+    out = dest / "ppo_atari_envpool.py"
+    out.write_text(text)
+    return out
+
+
+def launch(cmd: list[str], cwd: Path, minutes: float, log: Path) -> tuple[float, float]:
+    """Run ``cmd`` until it ends or ``minutes`` pass (then SIGINT, and a kill 180 s later).
+    Returns (launch time, seconds it ran) by the wall clock."""
+    t0 = time.time()
+    with open(log, "w") as out:
+        # SIGINT back to its default in the child: a shell's background job inherits it ignored.
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            proc.wait(timeout=minutes * 60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=180)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    return t0, time.time() - t0
+
+
+def seedpool_games(run_dir: Path, launched: float) -> list[tuple[float, int, float]]:
+    """(seconds since launch, env steps, return) of each game in a seedpool run folder.
+
+    metrics.csv's ``time_s`` counts from the run's clock start; the clock started when the run
+    folder's config.json was written, so that file's time gives the offset from the launch."""
+    offset = (run_dir / "config.json").stat().st_mtime - launched
+    games = []
+    with open(run_dir / "metrics.csv") as f:
+        next(f)
+        for line in f:
+            step, time_s, name, value = line.rstrip("\n").split(",")
+            if name == "charts/episodic_return":
+                games.append((float(time_s) + offset, int(step), float(value)))
+    return games
+
+
+def tensorboard_series(logdir: Path, tag: str, launched: float) -> list[tuple[float, int, float]]:
+    """(seconds since launch, step, value) of every event of ``tag`` in the event files under ``logdir``."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    files = sorted(Path(logdir).rglob("events.out.tfevents*"))
+    if not files:
+        raise SystemExit(f"no TensorBoard event files under {logdir}: did the run start? (see its log.txt)")
+    acc = EventAccumulator(str(files[0].parent), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [(e.wall_time - launched, int(e.step), float(e.value)) for e in acc.Scalars(tag)]
+
+
+def record(system: str, command: str, launched: float, seconds: float, games: list, edits: list[str],
+           note: str, means: bool = False) -> Path:
+    """Write the system's record (json) and return its path; ``means``: the rows are the system's
+    own means of the last 20 games rather than single games."""
+    RECORDS.mkdir(parents=True, exist_ok=True)
+    out = RECORDS / f"{system}.json"
+    data = {"system": system, "command": command, "edits": edits, "note": note,
+            "launched_utc": datetime.fromtimestamp(launched, timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+            "seconds": round(seconds, 1), "machine": machine_info(),
+            "means": means, "games": [[round(t, 2), s, r] for t, s, r in games]}
+    out.write_text(json.dumps(data, indent=1))
+    return out
+
+
+def run(args: argparse.Namespace) -> Path:
+    work = Path(tempfile.mkdtemp(prefix=f"tts_{args.system}_"))
+    if args.system == "seedpool-ppo":
+        cmd = [*SEEDPOOL_PPO, "--runs-dir", str(work / "runs")]
+        launched, seconds = launch(cmd, work, args.minutes, work / "log.txt")
+        (run_dir,) = (work / "runs").iterdir()
+        games, edits = seedpool_games(run_dir, launched), []
+        shown = " ".join(SEEDPOOL_PPO)
+    elif args.system == "cleanrl-ppo":
+        if args.cleanrl_file is None:
+            raise SystemExit("cleanrl-ppo needs --cleanrl-file (ppo_atari_envpool.py of cleanrl 1.2.0)")
+        script = patched_cleanrl(args.cleanrl_file, work)
+        cmd = [sys.executable, str(script), *CLEANRL_ARGS]
+        launched, seconds = launch(cmd, work, args.minutes, work / "log.txt")
+        games = tensorboard_series(work / "runs", "charts/episodic_return", launched)
+        edits = [what for _, _, what in CLEANRL_EDITS]
+        shown = "python ppo_atari_envpool.py " + " ".join(CLEANRL_ARGS)
+    elif args.system == "sf-appo":
+        if args.sf_python is None:
+            raise SystemExit("sf-appo needs --sf-python: the python of a virtualenv with sample-factory 2.1.1")
+        cmd = [str(args.sf_python), *SF_ARGS, f"--train_dir={work / 'train_dir'}"]
+        launched, seconds = launch(cmd, work, args.minutes, work / "log.txt")
+        means = tensorboard_series(work / "train_dir" / "pong" / ".summary" / "0", "reward/reward", launched)
+        shown = "python " + " ".join(SF_ARGS)
+        print(f"{args.system}: {len(means)} reports in {seconds / 60:.1f} min; log and files in {work}")
+        return record(args.system, shown, launched, seconds, means, [], args.note, means=True)
+    else:
+        raise SystemExit(f"unknown system {args.system!r}")
+    print(f"{args.system}: {len(games)} games in {seconds / 60:.1f} min; log and files in {work}")
+    return record(args.system, shown, launched, seconds, games, edits, args.note)
+
+
+def ingest(args: argparse.Namespace) -> Path:
+    launched = datetime.fromisoformat(args.launched.replace("Z", "+00:00")).timestamp()
+    games = seedpool_games(args.run_dir, launched)
+    seconds = args.seconds if args.seconds is not None else max(t for t, _, _ in games)
+    return record(args.system, args.command, launched, seconds, games, [], args.note)
+
+
+def first_reached(games: list, score: float, means: bool = False) -> tuple[float, int] | None:
+    """(seconds, env steps) at the first game after which the mean of the last 20 is >= score
+    (``means``: the rows are already such means)."""
+    if means:
+        return next(((t, step) for t, step, mean in games if mean >= score), None)
+    returns = []
+    for t, step, ret in games:
+        returns.append(ret)
+        if len(returns) >= WINDOW and sum(returns[-WINDOW:]) / WINDOW >= score:
+            return t, step
+    return None
+
+
+def table(_: argparse.Namespace) -> Path:
+    records = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*.json"))]
+    if not records:
+        raise SystemExit(f"no records in {RECORDS}: run `time_to_score.py run SYSTEM` first")
+    ours = next((r for r in records if r["system"] == "seedpool-ppo"), None)
+    lines = ["# Time to score on Pong-v5: seedpool and the systems a user would pick instead", "",
+             "Written by `python benchmarks/time_to_score.py table` from the records in "
+             "`results/time_to_score/`. Each system ran alone on the machine, one after another; "
+             f"a score is reached at the first game after which the mean of the last {WINDOW} games is at "
+             "least that score; times are wall-clock from the process launch.", ""]
+    head = "| system | ran (min) | env steps | steps/s | " + " | ".join(f"to {s:g}" for s in SCORES) + " |"
+    lines += [head, "|---|---:|---:|---:|" + "---:|" * len(SCORES)]
+    for r in records:
+        games = r["games"]
+        steps = games[-1][1] if games else 0
+        sps = steps / games[-1][0] if games else 0.0
+        cells = []
+        for score in SCORES:
+            hit = first_reached(games, score, r.get("means", False))
+            if hit is not None:
+                cells.append(f"{hit[0] / 60:.1f} min ({hit[1] / 1e6:.2f}M steps)")
+                continue
+            ours_hit = first_reached(ours["games"], score) if ours and r is not ours else None
+            if ours_hit is not None and r["system"].endswith("-ppo") and sps > 0:
+                cells.append(f"not in {r['seconds'] / 60:.0f} min; projected {ours_hit[1] / sps / 60:.0f} min")
+            else:
+                cells.append(f"not in {r['seconds'] / 60:.0f} min")
+        lines.append(f"| {r['system']} | {r['seconds'] / 60:.1f} | {steps:,} | {sps:,.0f} | " + " | ".join(cells) + " |")
+    lines += ["", "## Runs", ""]
+    for r in records:
+        m = r["machine"]
+        lines += [f"### {r['system']}", "", f"- command: `{r['command']}`", f"- launched: {r['launched_utc']} UTC",
+                  f"- machine: {m.get('machine', '')}; seedpool {m.get('seedpool', '')}; torch {m.get('torch', '')}; "
+                  f"envpool {m.get('envpool', '')}"]
+        if r["edits"]:
+            lines.append("- edits to the shipped script (nothing else changed): " + "; ".join(r["edits"]))
+        if r["note"]:
+            lines.append(f"- note: {r['note']}")
+        lines.append("")
+    lines += ["Projected: the env steps seedpool's PPO needed for that score (same algorithm and "
+              "settings) at the system's own measured steps/s; a projection, not a run.", ""]
+    TABLE.write_text("\n".join(lines))
+    return TABLE
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("system", choices=["seedpool-ppo", "cleanrl-ppo", "sf-appo"])
+    r.add_argument("--minutes", type=float, default=60.0)
+    r.add_argument("--cleanrl-file", type=Path)
+    r.add_argument("--sf-python", type=Path)
+    r.add_argument("--note", default="")
+    i = sub.add_parser("ingest")
+    i.add_argument("system")
+    i.add_argument("run_dir", type=Path)
+    i.add_argument("--launched", required=True, help="UTC launch time, ISO 8601")
+    i.add_argument("--command", required=True)
+    i.add_argument("--seconds", type=float, default=None, help="how long it ran (default: its last game)")
+    i.add_argument("--note", default="")
+    sub.add_parser("table")
+    args = p.parse_args(argv)
+    out = {"run": run, "ingest": ingest, "table": table}[args.what](args)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
