@@ -39,6 +39,7 @@ from pathlib import Path
 import torch
 
 from seedpool.bench.report import machine_info
+from seedpool.bench.scripts import edited_script
 
 OUT = Path(__file__).parent / "results" / "sac_speed.md"
 ENV = "HalfCheetah-v5"
@@ -120,14 +121,7 @@ def run_sb3(total: int, learning_starts: int, seed: int) -> Result:
 
 def patched_cleanrl(source: Path, dest: Path) -> Path:
     """CleanRL's script with `CLEANRL_EDITS` applied, written to ``dest``; refuses a file they do not fit."""
-    text = source.read_text()
-    for what, old, new in CLEANRL_EDITS:
-        if old not in text:
-            raise ValueError(f"{source}: the edit {what!r} does not apply (is this cleanrl 1.2.0's "
-                             "sac_continuous_action.py?)")
-        text = text.replace(old, new)
-    dest.write_text(text)
-    return dest
+    return edited_script(source, dest, CLEANRL_EDITS, "cleanrl 1.2.0's sac_continuous_action.py")
 
 
 def run_cleanrl(script: Path, total: int, learning_starts: int, seed: int) -> Result:

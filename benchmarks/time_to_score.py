@@ -39,6 +39,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from seedpool.bench.report import machine_info
+from seedpool.bench.scripts import edited_script
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "benchmarks" / "results" / "time_to_score"
@@ -50,36 +51,29 @@ WINDOW = 20  # games in the mean
 
 SEEDPOOL_PPO = ["seedpool", "train", "ppo", "--env", "Pong-v5", "--stop-at-return", "18"]
 CLEANRL_ARGS = ["--env-id", "Pong-v5", "--seed", "1", "--cuda", "False", "--total-timesteps", "10000000"]
-CLEANRL_EDITS = [
-    ("import gym\n", "import gymnasium as gym\n", "gym 0.x -> gymnasium 1.x"),
-    ('        env_type="gym",\n', '        env_type="gymnasium",\n', "envpool's gymnasium interface"),
-    ("    envs.num_envs = args.num_envs\n    envs.single_action_space = envs.action_space\n"
-     "    envs.single_observation_space = envs.observation_space\n", "",
-     "no assignment of num_envs and the single-env spaces (envpool's gymnasium env has them, read-only)"),
-    ('        self.num_envs = getattr(env, "num_envs", 1)\n',
+CLEANRL_EDITS = [  # (what, old, new)
+    ("gym 0.x -> gymnasium 1.x", "import gym\n", "import gymnasium as gym\n"),
+    ("envpool's gymnasium interface", '        env_type="gym",\n', '        env_type="gymnasium",\n'),
+    ("no assignment of num_envs and the single-env spaces (envpool's gymnasium env has them, read-only)",
+     "    envs.num_envs = args.num_envs\n    envs.single_action_space = envs.action_space\n"
+     "    envs.single_observation_space = envs.observation_space\n", ""),
+    ("the wrapper forwards the single-env spaces (gymnasium 1.x wrappers forward no attributes)",
+     '        self.num_envs = getattr(env, "num_envs", 1)\n',
      '        self.num_envs = getattr(env, "num_envs", 1)\n'
      "        self.single_action_space = env.single_action_space\n"
-     "        self.single_observation_space = env.single_observation_space\n",
-     "the wrapper forwards the single-env spaces (gymnasium 1.x wrappers forward no attributes)"),
-    ("        observations = super().reset(**kwargs)\n",
-     "        observations, _ = super().reset(**kwargs)\n", "reset returns (obs, info)"),
-    ("        observations, rewards, dones, infos = super().step(action)\n",
+     "        self.single_observation_space = env.single_observation_space\n"),
+    ("reset returns (obs, info)", "        observations = super().reset(**kwargs)\n",
+     "        observations, _ = super().reset(**kwargs)\n"),
+    ("step returns terminations and truncations",
+     "        observations, rewards, dones, infos = super().step(action)\n",
      "        observations, rewards, terminated, truncated, infos = super().step(action)\n"
-     "        dones = terminated | truncated\n", "step returns terminations and truncations"),
+     "        dones = terminated | truncated\n"),
 ]
 
 
 def patched_cleanrl(source: Path, dest: Path) -> Path:
-    """CleanRL's script with `CLEANRL_EDITS` applied (each must apply exactly once)."""
-    text = source.read_text()
-    for old, new, what in CLEANRL_EDITS:
-        if text.count(old) != 1:
-            raise ValueError(f"{source}: the edit {what!r} does not apply (is this cleanrl 1.2.0's "
-                             "ppo_atari_envpool.py?)")
-        text = text.replace(old, new)
-    out = dest / "ppo_atari_envpool.py"
-    out.write_text(text)
-    return out
+    """CleanRL's script with `CLEANRL_EDITS` applied, as ``dest``/ppo_atari_envpool.py."""
+    return edited_script(source, dest / "ppo_atari_envpool.py", CLEANRL_EDITS, "cleanrl 1.2.0's ppo_atari_envpool.py")
 
 
 def launch(cmd: list[str], cwd: Path, minutes: float, log: Path) -> tuple[float, float]:
@@ -159,7 +153,7 @@ def run(args: argparse.Namespace) -> Path:
         cmd = [sys.executable, str(script), *CLEANRL_ARGS]
         launched, seconds = launch(cmd, work, args.minutes, work / "log.txt")
         games = tensorboard_series(work / "runs", "charts/episodic_return", launched)
-        edits = [what for _, _, what in CLEANRL_EDITS]
+        edits = [what for what, _, _ in CLEANRL_EDITS]
         shown = "python ppo_atari_envpool.py " + " ".join(CLEANRL_ARGS)
     elif args.system == "sf-appo":
         if args.sf_python is None:
