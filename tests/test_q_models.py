@@ -96,3 +96,26 @@ def test_requested_network_that_cannot_fit_is_refused():
         make_q_network(VECTOR, gym.spaces.Discrete(3), QModelConfig(kind="minatar_cnn"))
     with pytest.raises(ValueError, match="Box observation"):
         make_q_network(gym.spaces.Discrete(3), gym.spaces.Discrete(3), QModelConfig())
+
+
+@pytest.mark.parametrize("dueling", [False, True])
+def test_layer_norm_normalises_every_hidden_layer_of_the_mlp(dueling):
+    torch.manual_seed(0)
+    net = make_q_network(VECTOR, gym.spaces.Discrete(3), QModelConfig(hidden_sizes=(32, 16), dueling=dueling,
+                                                                      layer_norm=True))
+    norms = [m for m in net.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert [n.normalized_shape for n in norms] == [(32,), (16,)] + ([(16,)] if dueling else [])
+    # Scaling the input of a hidden layer does not change its output: each layer is normalised.
+    first = net.torso[0]
+    x = _batch(VECTOR)
+    q = net(x)
+    with torch.no_grad():
+        first.weight.mul_(7.0)
+        first.bias.mul_(7.0)
+    torch.testing.assert_close(net(x), q, atol=1e-4, rtol=1e-4)
+    assert q.shape == (5, 3)
+
+
+def test_layer_norm_is_refused_for_the_cnns():
+    with pytest.raises(ValueError, match="MLP Q network only"):
+        make_q_network(MINATAR, gym.spaces.Discrete(3), QModelConfig(layer_norm=True))

@@ -19,11 +19,11 @@ from seedpool.models.base import layer_init, scaled_trunk
 from seedpool.models.cnn import nature_trunk
 
 
-def _relu_stack(in_dim: int, widths: tuple[int, ...]) -> tuple[nn.Sequential, int]:
-    """Linear + ReLU layers of the given widths, and the width they end with."""
+def _relu_stack(in_dim: int, widths: tuple[int, ...], layer_norm: bool = False) -> tuple[nn.Sequential, int]:
+    """Linear (+ LayerNorm) + ReLU layers of the given widths, and the width they end with."""
     layers: list[nn.Module] = []
     for width in widths:
-        layers += [layer_init(nn.Linear(in_dim, width)), nn.ReLU()]
+        layers += [layer_init(nn.Linear(in_dim, width)), *([nn.LayerNorm(width)] if layer_norm else []), nn.ReLU()]
         in_dim = width
     return nn.Sequential(*layers), in_dim
 
@@ -31,14 +31,15 @@ def _relu_stack(in_dim: int, widths: tuple[int, ...]) -> tuple[nn.Sequential, in
 class QHead(nn.Module):
     """Q-values from features: one stream, or dueling ``V(s) + A(s, a) - mean_a A(s, a)``."""
 
-    def __init__(self, in_dim: int, hidden: tuple[int, ...], num_actions: int, dueling: bool) -> None:
+    def __init__(self, in_dim: int, hidden: tuple[int, ...], num_actions: int, dueling: bool,
+                 layer_norm: bool = False) -> None:
         super().__init__()
         self.dueling = dueling
-        trunk, width = _relu_stack(in_dim, hidden)
+        trunk, width = _relu_stack(in_dim, hidden, layer_norm)
         self.advantage = nn.Sequential(trunk, layer_init(nn.Linear(width, num_actions), std=1.0))
         self.value: nn.Sequential | None = None
         if dueling:
-            trunk, width = _relu_stack(in_dim, hidden)
+            trunk, width = _relu_stack(in_dim, hidden, layer_norm)
             self.value = nn.Sequential(trunk, layer_init(nn.Linear(width, 1), std=1.0))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
@@ -68,15 +69,19 @@ class QNetwork(nn.Module):
 
 
 class MLPQNetwork(QNetwork):
-    """ReLU MLP on flattened observations; the last hidden layer belongs to the head."""
+    """ReLU MLP on flattened observations; the last hidden layer belongs to the head.
+
+    ``layer_norm=True`` puts a LayerNorm after every hidden Linear layer (before its ReLU), which
+    keeps bootstrapped Q-values from running away (Gallici et al. 2024, "Simplifying Deep
+    Temporal Difference Learning")."""
 
     def __init__(self, obs_dim: int, num_actions: int, hidden: tuple[int, ...] = (64, 64),
-                 dueling: bool = False) -> None:
+                 dueling: bool = False, layer_norm: bool = False) -> None:
         super().__init__()
         self.num_actions, self.dueling = num_actions, dueling
         hidden = tuple(hidden)
-        self.torso, width = _relu_stack(obs_dim, hidden[:-1])
-        self.head = QHead(width, hidden[-1:], num_actions, dueling)
+        self.torso, width = _relu_stack(obs_dim, hidden[:-1], layer_norm)
+        self.head = QHead(width, hidden[-1:], num_actions, dueling, layer_norm)
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         """Flattened float observations through the shared hidden layers."""
