@@ -26,10 +26,9 @@ def test_dqn_greedy_policy_reaches_475_at_the_end_of_100k_steps(tmp_path):
     assert evaluation.mean >= 475, f"greedy return {evaluation.mean:.1f} +- {evaluation.std:.1f}"
 
 
-# Its own timeout, three times what it was seen to take: the default budget's 75k gradient
-# steps (replay ratio 32, batches of 64) ran close to the suite's 300 s on a 2-core machine,
-# and took 587 s and 378 s there with other jobs beside it (load average 6-12 and 4-6,
-# 2026-11-25).
+# Its own timeout: an older default (75k gradient steps of 64 rows) took 587 s and 378 s on a
+# 2-core machine with other jobs beside it (load average 6-12 and 4-6, 2026-11-25); today's
+# (~19k steps of 256 rows) takes 80-90 s beside one other run.
 @pytest.mark.timeout(1800)
 def test_apex_greedy_policy_reaches_475_at_the_end_of_150k_steps_with_concurrent_acting(tmp_path):
     # The threaded central-inference system: actors, inference and the learner run at once.
