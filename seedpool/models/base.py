@@ -66,8 +66,17 @@ def scaled_trunk(trunk: nn.Sequential, obs: torch.Tensor, scale: torch.Tensor,
     """``trunk(obs * scale)`` for a trunk that opens with a convolution, with the scale folded
     into that convolution's weights: scaling a few thousand weights instead of every pixel
     leaves one uint8 -> float copy of the frames (no copy of the layout too when they are
-    already channels-last)."""
+    already channels-last).
+
+    The first convolution computes in float32 even under bf16 autocast. A trained Atari policy
+    sets its first layer so that the constant background sits just at the ReLU threshold; bf16's
+    rounding of the weights (~0.4%) moves those pre-activations across it, and every background
+    position then passes a gradient it should not, or blocks one it should: on a trained Pong
+    policy 2% of the first layer's ReLUs flipped and its weight gradient was 43% away from
+    float32's (3% with this layer in float32; `benchmarks/precision.py`). The frames need no input
+    gradient, so this costs one float32 forward and weight gradient (a 256-frame update ~1.1x)."""
     conv = trunk[0]
     x = obs.to(torch.float32, memory_format=memory_format)
-    x = F.conv2d(x, conv.weight * scale, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+    with torch.autocast(x.device.type, enabled=False):
+        x = F.conv2d(x, conv.weight * scale, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups)
     return trunk[1:](x)
