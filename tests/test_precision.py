@@ -125,3 +125,40 @@ def test_bf16_and_fp32_losses_and_gradients_agree_on_a_fixed_batch(kind):
     assert loss16 == pytest.approx(loss32, rel=0.02)
     assert float(torch.nn.functional.cosine_similarity(grad32, grad16, dim=0)) > 0.99
     assert float(grad16.norm()) == pytest.approx(float(grad32.norm()), rel=0.05)
+
+
+def test_bf16_gradients_agree_layer_by_layer_when_the_background_sits_at_the_relu_threshold():
+    """What a trained Atari policy does to its first layer: the constant background's
+    pre-activations end up next to zero. bf16's rounding of that layer's weights then flips
+    ReLUs at every background position; the first convolution computes in float32 so that each
+    layer's gradient, not only the whole vector's direction, stays within 15% of float32's
+    (measured here: 0.2-8.5% by layer; with that convolution in bf16 the worst layer was 127%)."""
+    from seedpool.algos.ppo import PPOBatch, PPOConfig, ppo_loss
+
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(2)
+    model = NatureCNNActorCritic((4, 84, 84), 6)
+    n = 64
+    obs = torch.full((n, 4, 84, 84), 87, dtype=torch.uint8)
+    for i in range(n):  # a paddle and a ball per frame, somewhere on the background
+        r, c = torch.randint(0, 70, (2,), generator=gen).tolist()
+        obs[i, :, r:r + 14, c:c + 3] = 147
+        obs[i, :, (r * 7) % 80:(r * 7) % 80 + 2, (c * 5) % 80:(c * 5) % 80 + 2] = 236
+    conv = model.trunk[0]
+    with torch.no_grad():  # each channel's background response: about 1e-3 of its scale from zero
+        background = conv.weight.sum(dim=(1, 2, 3)) * 87 / 255
+        conv.bias.copy_(-background + 1e-3 * background.abs() * torch.randn(32, generator=gen))
+        actions, logp, values = model.act(obs)
+    batch = PPOBatch(obs=obs, actions=actions, logprobs=logp, values=values,
+                     advantages=torch.randn(n, generator=gen), returns=values + torch.randn(n, generator=gen))
+
+    def grads(prec: str) -> dict[str, torch.Tensor]:
+        model.zero_grad()
+        with precision.autocast(prec, "cpu"):
+            loss, _ = ppo_loss(model, batch, PPOConfig(ent_coef=0.01), clip_coef=0.1)
+        loss.backward()
+        return {name: p.grad.clone() for name, p in model.named_parameters()}
+
+    g32, g16 = grads("fp32"), grads("bf16")
+    errors = {name: float((g16[name] - g32[name]).norm() / g32[name].norm()) for name in g32}
+    assert max(errors.values()) < 0.15, errors
