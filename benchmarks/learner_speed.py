@@ -19,6 +19,10 @@ each timing a block of updates in one worker, then the other (A, B, then B, A, .
 from elsewhere hits both alike. A figure is the median time per update over all blocks of
 the run, with the range of the block medians beside it; the ratio is new/ref (below 1:
 faster). Torch runs with ``--threads`` CPU threads (1, as the trainers' default).
+``--precision fp32|bf16|auto`` goes to every learner whose constructor takes a ``precision``
+(``auto`` resolved for its model and batch as the trainers do); a checkout whose learners take
+none (before `--precision` existed) learns in fp32, the only arithmetic it had: so
+``--ref <32f471f checkout> --precision auto`` is this machine's default update against that day's.
 
 Writes ``benchmarks/results/learner_speed.md`` (or ``--out``) with the machine and versions.
 """
@@ -143,10 +147,26 @@ def build_learner(cls: type, model: Any, values: dict[str, Any]) -> tuple[Any, l
             kwargs[name] = TOTAL_STEPS
         elif name == "device":
             kwargs[name] = "cpu"
+        elif name == "precision":
+            kwargs[name] = _precision(model)
         elif p.default is p.empty:
             raise TypeError(f"{cls.__name__}.__init__ needs {name!r} ({p.annotation}); "
                             "the benchmark knows model, config, total_steps and device")
     return cls(**kwargs), sorted(set(values) - used)
+
+
+PRECISION = "fp32"
+"""The worker's ``--precision`` (for learners that take one)."""
+
+
+def _precision(model: Any) -> str:
+    if PRECISION != "auto":
+        return PRECISION
+    from seedpool.models.precision import resolve_precision
+
+    # Without the rows an MLP counts as small: what the trainers choose for these cases too
+    # (every MLP case here has minibatches under `WIDE` rows or layers under `WIDE` units).
+    return resolve_precision("auto", "cpu", model)
 
 
 def _model(case: Case, obs_space: Any, action_space: Any) -> Any:
@@ -191,7 +211,9 @@ def make_rollout(rng: Any, T: int, B: int, obs_space: Any, action_space: Any) ->
     values = {"obs": _obs(rng, obs_space, (T, B)), "logprobs": steps.pop("logp"),
               "values": rng.normal(size=(T + 1, B)).astype(np.float32), **steps}
     for f in dataclasses.fields(rollout):
-        getattr(rollout, f.name).copy_(torch.as_tensor(values[f.name]))
+        field = getattr(rollout, f.name)
+        if field is not None:  # a feed-forward policy's rollout leaves the recurrent fields None
+            field.copy_(torch.as_tensor(values[f.name]))
     return rollout
 
 
@@ -257,8 +279,10 @@ def _find_class(name: str) -> type:
     raise ImportError(f"no learner class {name!r} in seedpool.algos")
 
 
-def worker(threads: int, clock: str) -> None:
+def worker(threads: int, clock: str, precision: str) -> None:
     """Answer the driver's JSON lines on stdin (setup, time, versions), one reply line each."""
+    global PRECISION
+    PRECISION = precision
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything the package prints goes to stderr, not into the replies
     import numpy as np
@@ -299,11 +323,11 @@ def worker(threads: int, clock: str) -> None:
 class Worker:
     """This script with ``--worker`` under ``PYTHONPATH=checkout``."""
 
-    def __init__(self, checkout: Path, threads: int, clock: str) -> None:
+    def __init__(self, checkout: Path, threads: int, clock: str, precision: str) -> None:
         self.checkout = checkout
         env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": str(threads)}
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker", "--threads", str(threads),
-                                      "--clock", clock],
+                                      "--clock", clock, "--precision", precision],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
                                      cwd=checkout)
 
@@ -417,11 +441,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="wall: elapsed time; cpu: the worker's CPU time, less sensitive to other load "
                         "on a shared machine (with --threads 1 the two agree on a quiet one)")
+    p.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32",
+                   help="for the learners that take one (a checkout without the option learns in fp32)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        return worker(args.threads, args.clock)
+        return worker(args.threads, args.clock, args.precision)
     rounds = args.rounds or (3 if args.quick else 5)
     wanted = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
     if not wanted:
@@ -431,10 +457,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--ref {args.ref}: expected a checkout with seedpool/__init__.py in it")
     from seedpool.bench.report import cpu_model  # this checkout's (a worker may import another's seedpool)
 
-    workers = {label: Worker(path, args.threads, args.clock) for label, path in labels.items()}
+    workers = {label: Worker(path, args.threads, args.clock, args.precision) for label, path in labels.items()}
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}",
             "python": platform.python_version(), "torch threads per worker": str(args.threads),
+            "precision": f"--precision {args.precision} (learners that take none: fp32)",
             "clock": "CPU time of the worker process" if args.clock == "cpu" else "wall-clock",
             "load average before": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     try:
