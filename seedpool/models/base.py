@@ -69,12 +69,13 @@ def scaled_trunk(trunk: nn.Sequential, obs: torch.Tensor, scale: torch.Tensor,
     already channels-last).
 
     The first convolution computes in float32 even under bf16 autocast. A trained Atari policy
-    sets its first layer so that the constant background sits just at the ReLU threshold; bf16's
-    rounding of the weights (~0.4%) moves those pre-activations across it, and every background
-    position then passes a gradient it should not, or blocks one it should: on a trained Pong
-    policy 2% of the first layer's ReLUs flipped and its weight gradient was 43% away from
-    float32's (3% with this layer in float32; `benchmarks/precision.py`). The frames need no input
-    gradient, so this costs one float32 forward and weight gradient (a 256-frame update ~1.1x)."""
+    can set its first layer so that the constant background sits just at the ReLU threshold;
+    bf16's rounding of the weights (~0.4%) then moves those pre-activations across it, and the
+    background positions pass gradients they should not, or block ones they should: on a trained
+    Pong policy 2.1% of the first layer's ReLUs flipped and its weight gradient was 38% away from
+    float32's (2.5% with this layer in float32; `benchmarks/precision_gradients.py`). The frames
+    need no input gradient, so this costs one float32 forward and weight gradient (a 256-frame
+    update ~1.1x)."""
     conv = trunk[0]
     x = obs.to(torch.float32, memory_format=memory_format)
     with torch.autocast(x.device.type, enabled=False):
