@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from seedpool.bench.report import machine_info
+from seedpool.bench.report import machine_info, write_markdown
 from seedpool.models import ModelConfig, make_policy
 
 OUT = Path(__file__).parent / "results" / "cnn_layout.md"
@@ -104,10 +104,7 @@ def main() -> None:
     ratio_a = med["nchw", "act"] / med["channels_last", "act"]
     lines += ["", f"channels-last speed-up: update **{ratio_u:.2f}x**, act **{ratio_a:.2f}x** "
               "(NCHW time / channels-last time)."]
-    text = "\n".join(lines) + "\n"
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(text)
-    print(text)
+    write_markdown(a.out, lines)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import torch
 from cnn_layout import timed  # the same timing loop as the layout benchmark
 
 from seedpool.algos.gradient import GradientStep
-from seedpool.bench.report import machine_info
+from seedpool.bench.report import machine_info, write_markdown
 from seedpool.models import ModelConfig, QModelConfig, make_policy, make_q_network
 from seedpool.models.precision import bf16_supported
 
@@ -165,10 +165,7 @@ def main() -> None:
             f"| {med[name, 'act'] * 1e3:.3f} [{min(c) * 1e3:.3f}-{max(c) * 1e3:.3f}] "
             f"| {med[base, 'act'] / med[name, 'act']:.2f}x |")
     lines += ["", "`vs fp32`: the fp32 NCHW time of the same network divided by this variant's (above 1: faster)."]
-    text = "\n".join(lines) + "\n"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(text)
+    write_markdown(out, lines)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 import seedpool
 import seedpool.models.cnn as cnn
 from seedpool.algos.ppo import PPOBatch, PPOConfig, ppo_loss
-from seedpool.bench.report import machine_info
+from seedpool.bench.report import machine_info, write_markdown
 from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.models import NatureCNNActorCritic
 from seedpool.models.precision import autocast
@@ -141,10 +141,7 @@ def main() -> None:
               for name in fp32]
     lines += ["", "Each cell: |g - g_fp32| / |g_fp32| of that parameter's gradient over the whole batch "
               "(last column: the difference of the two half-batch gradients, over the whole batch's norm)."]
-    text = "\n".join(lines) + "\n"
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(text)
-    print(text)
+    write_markdown(a.out, lines)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,15 @@ def machine_info() -> dict[str, str]:
     return info
 
 
+def write_markdown(path: Path, lines: Sequence[str]) -> str:
+    """A benchmark's report: ``lines`` written to ``path`` (its folder made) and printed."""
+    text = "\n".join(lines) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(text)
+    return text
+
+
 def _rate(value: float | None) -> str:
     return f"{value:,.0f}" if value is not None else ""
 
