@@ -20,7 +20,7 @@ from elsewhere hits both alike. A figure is the median time per update over all 
 the run, with the range of the block medians beside it; the ratio is new/ref (below 1:
 faster). Torch runs with ``--threads`` CPU threads (1, as the trainers' default).
 ``--precision fp32|bf16|auto`` goes to every learner whose constructor takes a ``precision``
-(``auto`` resolved for its model and batch as the trainers do); a checkout whose learners take
+(``auto`` resolved for its model, as the trainers do for these cases); a checkout whose learners take
 none (before `--precision` existed) learns in fp32, the only arithmetic it had: so
 ``--ref <32f471f checkout> --precision auto`` is this machine's default update against that day's.
 

@@ -40,12 +40,16 @@ from seedpool.models.precision import autocast
 OUT = Path(__file__).parent / "results" / "precision_gradients.md"
 
 
-def trunk_all_bf16(trunk, obs, scale, memory_format):
-    """`scaled_trunk` with its first convolution left to autocast (bf16 under it)."""
-    conv = trunk[0]
+def first_conv(conv, obs, scale, memory_format):
+    """The first convolution's pre-activations as `scaled_trunk` computes them, but left to
+    whatever autocast is active (bf16 under it)."""
     x = obs.to(torch.float32, memory_format=memory_format)
-    x = F.conv2d(x, conv.weight * scale, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups)
-    return trunk[1:](x)
+    return F.conv2d(x, conv.weight * scale, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+
+
+def trunk_all_bf16(trunk, obs, scale, memory_format):
+    """`scaled_trunk` with its first convolution left to autocast."""
+    return trunk[1:](first_conv(trunk[0], obs, scale, memory_format))
 
 
 @contextlib.contextmanager
@@ -60,6 +64,7 @@ def first_conv_in_bf16():
 
 def play(model: NatureCNNActorCritic, env_id: str, steps: int, envs: int, seed: int) -> PPOBatch:
     """``steps x envs`` frames the policy sees while playing, with what a rollout stores for them."""
+    torch.manual_seed(seed)  # the policy samples its actions from torch's generator
     env = seedpool.make(env_id, num_envs=envs, seed=seed)
     gen = torch.Generator().manual_seed(seed)
     obs, _ = env.reset()
@@ -86,10 +91,8 @@ def gradients(model, batch: PPOBatch, precision: str) -> dict[str, torch.Tensor]
 
 
 def first_layer_preactivations(model, obs: torch.Tensor, precision: str) -> torch.Tensor:
-    conv = model.trunk[0]
     with torch.no_grad(), autocast(precision, "cpu"):
-        x = obs.to(torch.float32, memory_format=model.memory_format)
-        return F.conv2d(x, conv.weight * model.scale, conv.bias, conv.stride).float()
+        return first_conv(model.trunk[0], obs, model.scale, model.memory_format).float()
 
 
 def main() -> None:
@@ -114,8 +117,7 @@ def main() -> None:
     half = len(batch) // 2
     first, second = (gradients(model, batch.take(torch.arange(s, s + half)), "fp32") for s in (0, half))
     relu32 = first_layer_preactivations(model, batch.obs, "fp32") > 0
-    with first_conv_in_bf16():
-        pre16 = first_layer_preactivations(model, batch.obs, "bf16") > 0
+    pre16 = first_layer_preactivations(model, batch.obs, "bf16") > 0
 
     def error(g: dict[str, torch.Tensor], name: str, ref: dict[str, torch.Tensor] = fp32) -> str:
         return f"{float((g[name] - ref[name]).norm() / fp32[name].norm()):.3f}"

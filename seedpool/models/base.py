@@ -72,7 +72,7 @@ def scaled_trunk(trunk: nn.Sequential, obs: torch.Tensor, scale: torch.Tensor,
     can set its first layer so that the constant background sits just at the ReLU threshold;
     bf16's rounding of the weights (~0.4%) then moves those pre-activations across it, and the
     background positions pass gradients they should not, or block ones they should: on a trained
-    Pong policy 2.1% of the first layer's ReLUs flipped and its weight gradient was 38% away from
+    Pong policy 2.1% of the first layer's ReLUs flipped and its weight gradient was 28-44% away from
     float32's (2.5% with this layer in float32; `benchmarks/precision_gradients.py`). The frames
     need no input gradient, so this costs one float32 forward and weight gradient (a 256-frame
     update ~1.1x)."""
