@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What seedpool measures on a machine with one CUDA GPU and many cores, in one short session
-# (about 7 minutes): the CUDA paths of the trainers, learner precision on the GPU, end-to-end
+# (about 10 minutes): the CUDA paths of the trainers, learner precision on the GPU, end-to-end
 # Pong steps/s with the GPU learning, and the engine's Pong throughput on all the cores.
 #
 #     bash benchmarks/gpu_session.sh OUTDIR        # from the repo root, seedpool importable
@@ -41,9 +41,11 @@ train() { local limit=$1 name=$2; shift 2; step "$limit" "$name" "$PY" -m seedpo
     train 25 apex-cartpole apex --env CartPole-v1 --device cuda --total-timesteps 40000
     train 25 r2d2-cartpole r2d2 --env CartPole-v1 --device cuda --total-timesteps 40000
     train 25 sac-pendulum sac --env Pendulum-v1 --device cuda --total-timesteps 6000
-    # Pong end to end with the GPU learning: PPO with its defaults, IMPALA/APPO on 32 envs.
-    train 90 ppo-pong ppo --env Pong-v5 --device cuda
-    train 90 ppo-pong-32 ppo --env Pong-v5 --device cuda --num-envs 32
+    # Pong end to end with the GPU learning: PPO with its defaults (32 envs) until a mean of the
+    # last 20 games of 18 (about 3 minutes on an H200 with 16 cores: gpu_h200.md), the earlier
+    # 8-env default for 90 s, IMPALA/APPO on 32 envs.
+    train 300 ppo-pong ppo --env Pong-v5 --device cuda --stop-at-return 18
+    train 90 ppo-pong-8 ppo --env Pong-v5 --device cuda --num-envs 8 --ppo.num-minibatches 4
     train 90 impala-pong impala --env Pong-v5 --device cuda --num-envs 32
     # The engine on all the cores: seedpool against ale-py's own C++ vector env.
     step 90 engine "$PY" -m seedpool.bench --tasks pong --pong-sizes 16,32 \
