@@ -2,6 +2,7 @@
 seedpool against the systems a user would pick instead, on this machine, one after another.
 
     python benchmarks/time_to_score.py run seedpool-ppo --minutes 60
+    python benchmarks/time_to_score.py run seedpool-ppo-8envs --minutes 60
     python benchmarks/time_to_score.py run cleanrl-ppo --minutes 10 --cleanrl-file PATH/ppo_atari_envpool.py
     python benchmarks/time_to_score.py run sf-appo --minutes 10 --sf-python SF_VENV/bin/python
     python benchmarks/time_to_score.py ingest seedpool-ppo RUN_DIR --launched 2026-11-27T16:06:00Z --command "..."
@@ -22,8 +23,14 @@ its shipped Atari example with its Atari defaults on the CPU; it logs no single 
 record holds its own mean of the last 20 episodes (`--stats_avg=20`) as it writes it, counted in
 agent steps (`--summaries_use_frameskip=False`); neither option changes what it learns.
 A system that does not reach a score within its run gets its measured steps/s and, where its
-algorithm and settings are seedpool PPO's, a projection: the env steps seedpool's PPO needed
-for that score divided by the peer's steps/s, marked as projected.
+algorithm and settings are those of `seedpool-ppo-8envs` (seedpool's PPO with CleanRL's 8 envs x 4
+minibatches, the Atari defaults before cb33512), a projection: the env steps that run needed for
+that score divided by the peer's steps/s, marked as projected. `seedpool-ppo` is the defaults of
+the day (32 envs x 16 minibatches since cb33512).
+
+Records are tabled per machine (the `machine` line of each record: CPU model, family and vector
+instructions), since one machine name has covered different processors here; ratios are taken
+only within a machine's table.
 """
 from __future__ import annotations
 
@@ -48,13 +55,16 @@ SCORES = (0.0, 10.0, 15.0, 18.0)
 SF_ARGS = ["-m", "sf_examples.atari.train_atari", "--env=atari_pong", "--experiment=pong", "--device=cpu",
            "--seed=1", "--summaries_use_frameskip=False", "--stats_avg=20"]
 WINDOW = 20  # games in the mean
-# Peers whose algorithm and settings are seedpool PPO's Atari defaults, so that seedpool's env steps
-# to a score at their steps/s is a fair projection: CleanRL's script is the same PPO; Sample
+# Peers whose algorithm and settings are those of seedpool's PPO in PROJECT_FROM, so that its env
+# steps to a score at their steps/s is a fair projection: CleanRL's script is the same PPO; Sample
 # Factory's Atari defaults are synchronous PPO without V-trace, 8 envs x 128 steps, 4 epochs of
 # 4 minibatches of 256, clip 0.1, lr 2.5e-4 decayed linearly (it also normalises inputs and returns).
 PROJECTED = {"cleanrl-ppo", "sf-appo"}
+PROJECT_FROM = "seedpool-ppo-8envs"  # env steps do not depend on the machine: any machine's record
 
 SEEDPOOL_PPO = ["seedpool", "train", "ppo", "--env", "Pong-v5", "--stop-at-return", "18"]
+SEEDPOOL_SYSTEMS = {"seedpool-ppo": SEEDPOOL_PPO,
+                    "seedpool-ppo-8envs": [*SEEDPOOL_PPO, "--num-envs", "8", "--ppo.num-minibatches", "4"]}
 CLEANRL_ARGS = ["--env-id", "Pong-v5", "--seed", "1", "--cuda", "False", "--total-timesteps", "10000000"]
 CLEANRL_EDITS = [  # (what, old, new)
     ("gym 0.x -> gymnasium 1.x", "import gym\n", "import gymnasium as gym\n"),
@@ -145,12 +155,12 @@ def record(system: str, command: str, launched: float, seconds: float, games: li
 
 def run(args: argparse.Namespace) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"tts_{args.system}_"))
-    if args.system == "seedpool-ppo":
-        cmd = [*SEEDPOOL_PPO, "--runs-dir", str(work / "runs")]
-        launched, seconds = launch(cmd, work, args.minutes, work / "log.txt")
+    if args.system in SEEDPOOL_SYSTEMS:
+        command = SEEDPOOL_SYSTEMS[args.system]
+        launched, seconds = launch([*command, "--runs-dir", str(work / "runs")], work, args.minutes, work / "log.txt")
         (run_dir,) = (work / "runs").iterdir()
         games, edits = seedpool_games(run_dir, launched), []
-        shown = " ".join(SEEDPOOL_PPO)
+        shown = " ".join(command)
     elif args.system == "cleanrl-ppo":
         if args.cleanrl_file is None:
             raise SystemExit("cleanrl-ppo needs --cleanrl-file (ppo_atari_envpool.py of cleanrl 1.2.0)")
@@ -199,14 +209,45 @@ def table(_: argparse.Namespace) -> Path:
     records = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("*.json"))]
     if not records:
         raise SystemExit(f"no records in {RECORDS}: run `time_to_score.py run SYSTEM` first")
-    ours = next((r for r in records if r["system"] == "seedpool-ppo"), None)
+    steps_from = next((r for r in records if r["system"] == PROJECT_FROM), None)
     lines = ["# Time to score on Pong-v5: seedpool and the systems a user would pick instead", "",
              "Written by `python benchmarks/time_to_score.py table` from the records in "
              "`results/time_to_score/`. Each system ran alone on the machine, one after another; "
              f"a score is reached at the first game after which the mean of the last {WINDOW} games is at "
-             "least that score; times are wall-clock from the process launch.", ""]
+             "least that score; times are wall-clock from the process launch. One table per machine: "
+             "compare systems only within one.", ""]
+    machines = list(dict.fromkeys(r["machine"]["machine"] for r in records))
+    for machine in machines:
+        lines += [f"## {machine}", "", _score_table([r for r in records if r["machine"]["machine"] == machine],
+                                                    steps_from), ""]
+    lines += ["## Runs", ""]
+    for r in records:
+        m = r["machine"]
+        lines += [f"### {r['system']}", "", f"- command: `{r['command']}`", f"- launched: {r['launched_utc']} UTC",
+                  f"- machine: {m.get('machine', '')}; seedpool {m.get('seedpool', '')}; torch {m.get('torch', '')}; "
+                  f"envpool {m.get('envpool', '')}"]
+        if r["edits"]:
+            lines.append("- edits to the shipped script (nothing else changed): " + "; ".join(r["edits"]))
+        if r["note"]:
+            lines.append(f"- note: {r['note']}")
+        if r.get("machine_note"):
+            lines.append(f"- machine line: {r['machine_note']}")
+        lines.append("")
+    lines += [f"Projected: the env steps `{PROJECT_FROM}` (seedpool's PPO with CleanRL's 8 envs x 128 steps "
+              "and 4 minibatches) needed for that score at the system's own measured steps/s; a projection, "
+              "not a run. Only for peers that run the same algorithm with the same settings: CleanRL's PPO, "
+              "and Sample Factory's Atari defaults (synchronous PPO without V-trace, 8 envs x 128 steps, 4 "
+              "epochs of 4 minibatches of 256, clip 0.1, lr 2.5e-4 decayed linearly; it also normalises "
+              "inputs and returns).", ""]
+    TABLE.write_text("\n".join(lines))
+    return TABLE
+
+
+def _score_table(records: list[dict], steps_from: dict | None) -> str:
+    """The markdown table of one machine's records; peers in PROJECTED that did not reach a
+    score get the time ``steps_from``'s env steps to it take at their steps/s."""
     head = "| system | ran (min) | env steps | steps/s | " + " | ".join(f"to {s:g}" for s in SCORES) + " |"
-    lines += [head, "|---|---:|---:|---:|" + "---:|" * len(SCORES)]
+    rows = [head, "|---|---:|---:|---:|" + "---:|" * len(SCORES)]
     for r in records:
         games = r["games"]
         steps = games[-1][1] if games else 0
@@ -217,37 +258,20 @@ def table(_: argparse.Namespace) -> Path:
             if hit is not None:
                 cells.append(f"{hit[0] / 60:.1f} min ({hit[1] / 1e6:.2f}M steps)")
                 continue
-            ours_hit = first_reached(ours["games"], score) if ours and r is not ours else None
-            if ours_hit is not None and r["system"] in PROJECTED and sps > 0:
-                cells.append(f"not in {r['seconds'] / 60:.0f} min; projected {ours_hit[1] / sps / 60:.0f} min")
+            ref_hit = first_reached(steps_from["games"], score) if steps_from and r is not steps_from else None
+            if ref_hit is not None and r["system"] in PROJECTED and sps > 0:
+                cells.append(f"not in {r['seconds'] / 60:.0f} min; projected {ref_hit[1] / sps / 60:.0f} min")
             else:
                 cells.append(f"not in {r['seconds'] / 60:.0f} min")
-        lines.append(f"| {r['system']} | {r['seconds'] / 60:.1f} | {steps:,} | {sps:,.0f} | " + " | ".join(cells) + " |")
-    lines += ["", "## Runs", ""]
-    for r in records:
-        m = r["machine"]
-        lines += [f"### {r['system']}", "", f"- command: `{r['command']}`", f"- launched: {r['launched_utc']} UTC",
-                  f"- machine: {m.get('machine', '')}; seedpool {m.get('seedpool', '')}; torch {m.get('torch', '')}; "
-                  f"envpool {m.get('envpool', '')}"]
-        if r["edits"]:
-            lines.append("- edits to the shipped script (nothing else changed): " + "; ".join(r["edits"]))
-        if r["note"]:
-            lines.append(f"- note: {r['note']}")
-        lines.append("")
-    lines += ["Projected: the env steps seedpool's PPO needed for that score at the system's own measured "
-              "steps/s; a projection, not a run. Only for peers that run the same algorithm with the same "
-              "settings: CleanRL's PPO, and Sample Factory's Atari defaults (synchronous PPO without V-trace, "
-              "8 envs x 128 steps, 4 epochs of 4 minibatches of 256, clip 0.1, lr 2.5e-4 decayed linearly; "
-              "it also normalises inputs and returns).", ""]
-    TABLE.write_text("\n".join(lines))
-    return TABLE
+        rows.append(f"| {r['system']} | {r['seconds'] / 60:.1f} | {steps:,} | {sps:,.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     r = sub.add_parser("run")
-    r.add_argument("system", choices=["seedpool-ppo", "cleanrl-ppo", "sf-appo"])
+    r.add_argument("system", choices=[*SEEDPOOL_SYSTEMS, "cleanrl-ppo", "sf-appo"])
     r.add_argument("--minutes", type=float, default=60.0)
     r.add_argument("--cleanrl-file", type=Path)
     r.add_argument("--sf-python", type=Path)
