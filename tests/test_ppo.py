@@ -194,7 +194,10 @@ def test_pong_smoke_trains_the_cnn_policy_on_the_engine(tmp_path):
 
     cfg = ppo_defaults("Pong-v5")
     assert cfg.env_options == {"episodic_life": True, "reward_clip": True}
-    assert (cfg.num_envs, cfg.ppo.num_steps, cfg.ppo.num_minibatches, cfg.ppo.update_epochs) == (8, 128, 4, 4)
+    assert (cfg.num_envs, cfg.ppo.num_steps, cfg.ppo.num_minibatches, cfg.ppo.update_epochs) == (32, 128, 16, 4)
+    # The PPO paper's minibatch of 256 rows, and its gradient steps per env step (4 epochs x 4
+    # minibatches of 8 x 128 steps): only the number of envs per rollout grew.
+    assert cfg.num_envs * cfg.ppo.num_steps // cfg.ppo.num_minibatches == 256
     assert cfg.torch_threads == 2
     cfg = dataclasses.replace(cfg, total_timesteps=256, num_envs=4, runs_dir=tmp_path, progress="off",
                               tensorboard=False, ppo=dataclasses.replace(cfg.ppo, num_steps=32, update_epochs=1))

@@ -114,9 +114,10 @@ def ppo_defaults(env_id: str) -> PPOTrainConfig:
                         gamma=0.99, gae_lambda=0.95)
         # vf_coef 0.25 on the plain MSE equals the usual 0.5 x (1/2)MSE of baselines and CleanRL.
         # Two torch threads: learning is ~70% of a run, and on the 2-core machine a second
-        # thread made runs 1.14x faster end to end (1.13-1.28x per repeat; the engine then steps
-        # the envs in this process between updates) than one thread with env workers
-        # (benchmarks/results/torch_threads_ppo_pong-v5.md).
+        # thread made runs 1.14x faster end to end (1.13-1.28x per repeat, 8 envs; the engine then
+        # stepped the envs in this process between updates) than one thread with env workers
+        # (benchmarks/results/torch_threads_ppo_pong-v5.md). With 32 envs `auto` steps them in
+        # this process and one worker (a batch is ~23 ms of env work).
         return PPOTrainConfig(env=env_id, num_envs=32, total_timesteps=10_000_000, ppo=ppo, torch_threads=2,
                               env_options={"episodic_life": True, "reward_clip": True},
                               replay_limit=200_000)
