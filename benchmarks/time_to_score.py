@@ -140,11 +140,12 @@ def tensorboard_series(logdir: Path, tag: str, launched: float) -> list[tuple[fl
 
 
 def record(system: str, command: str, launched: float, seconds: float, games: list, edits: list[str],
-           note: str, means: bool = False) -> Path:
-    """Write the system's record (json) and return its path; ``means``: the rows are the system's
-    own means of the last 20 games rather than single games."""
+           note: str, means: bool = False, name: str | None = None) -> Path:
+    """Write the system's record (json; ``name``.json, by default the system's name) and return
+    its path; ``means``: the rows are the system's own means of the last 20 games rather than
+    single games."""
     RECORDS.mkdir(parents=True, exist_ok=True)
-    out = RECORDS / f"{system}.json"
+    out = RECORDS / f"{name or system}.json"
     data = {"system": system, "command": command, "edits": edits, "note": note,
             "launched_utc": datetime.fromtimestamp(launched, timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
             "seconds": round(seconds, 1), "machine": machine_info(),
@@ -178,18 +179,18 @@ def run(args: argparse.Namespace) -> Path:
         means = tensorboard_series(work / "train_dir" / "pong" / ".summary" / "0", "reward/reward", launched)
         shown = "python " + " ".join(SF_ARGS)
         print(f"{args.system}: {len(means)} reports in {seconds / 60:.1f} min; log and files in {work}")
-        return record(args.system, shown, launched, seconds, means, [], args.note, means=True)
+        return record(args.system, shown, launched, seconds, means, [], args.note, means=True, name=args.record)
     else:
         raise SystemExit(f"unknown system {args.system!r}")
     print(f"{args.system}: {len(games)} games in {seconds / 60:.1f} min; log and files in {work}")
-    return record(args.system, shown, launched, seconds, games, edits, args.note)
+    return record(args.system, shown, launched, seconds, games, edits, args.note, name=args.record)
 
 
 def ingest(args: argparse.Namespace) -> Path:
     launched = datetime.fromisoformat(args.launched.replace("Z", "+00:00")).timestamp()
     games = seedpool_games(args.run_dir, launched)
     seconds = args.seconds if args.seconds is not None else max(t for t, _, _ in games)
-    return record(args.system, args.command, launched, seconds, games, [], args.note)
+    return record(args.system, args.command, launched, seconds, games, [], args.note, name=args.record)
 
 
 def first_reached(games: list, score: float, means: bool = False) -> tuple[float, int] | None:
@@ -223,7 +224,8 @@ def table(_: argparse.Namespace) -> Path:
     lines += ["## Runs", ""]
     for r in records:
         m = r["machine"]
-        lines += [f"### {r['system']}", "", f"- command: `{r['command']}`", f"- launched: {r['launched_utc']} UTC",
+        lines += [f"### {r['system']}, {r['launched_utc'][:10]}", "", f"- command: `{r['command']}`",
+                  f"- launched: {r['launched_utc']} UTC",
                   f"- machine: {m.get('machine', '')}; seedpool {m.get('seedpool', '')}; torch {m.get('torch', '')}; "
                   f"envpool {m.get('envpool', '')}"]
         if r["edits"]:
@@ -276,6 +278,7 @@ def main(argv: list[str]) -> int:
     r.add_argument("--cleanrl-file", type=Path)
     r.add_argument("--sf-python", type=Path)
     r.add_argument("--note", default="")
+    r.add_argument("--record", help="the record's file name (default: the system's): a run on another machine keeps both")
     i = sub.add_parser("ingest")
     i.add_argument("system")
     i.add_argument("run_dir", type=Path)
@@ -283,6 +286,7 @@ def main(argv: list[str]) -> int:
     i.add_argument("--command", required=True)
     i.add_argument("--seconds", type=float, default=None, help="how long it ran (default: its last game)")
     i.add_argument("--note", default="")
+    i.add_argument("--record", help="the record's file name (default: the system's)")
     sub.add_parser("table")
     args = p.parse_args(argv)
     out = {"run": run, "ingest": ingest, "table": table}[args.what](args)
