@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import time
 
 import gymnasium as gym
@@ -143,3 +144,20 @@ def test_uneven_env_rejects_bad_options() -> None:
     with pytest.raises(ValueError, match="slow_every"):
         UnevenEnv(slow_every=0)
 
+
+
+@pytest.mark.parametrize("flags, said", [
+    ("fpu sse2 avx avx2 fma", "AMD EPYC (family 25, model 1; AVX2, no AVX-512)"),
+    ("fpu avx2 avx512f avx512_bf16", "AMD EPYC (family 25, model 1; AVX-512 with BF16)"),
+    ("fpu avx2 avx512f amx_bf16", "AMD EPYC (family 25, model 1; AVX-512, no BF16, AMX)"),
+])
+def test_machine_line_names_the_cpus_family_and_vector_instructions(tmp_path, flags, said):
+    from seedpool.bench.report import cpu_model
+
+    info = tmp_path / "cpuinfo"
+    info.write_text(f"processor\t: 0\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: {flags}\n"
+                    "processor\t: 1\nflags\t\t: nothing\n")
+    assert cpu_model(info) == said
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd\n")
+    assert cpu_model(arm) == (platform.processor() or "unknown")  # no x86 flags: the name alone

@@ -22,27 +22,29 @@ MEMORY_COLUMNS = ("group", "engine", "envs", "workers", "worker RSS (MiB)", "RSS
 TARGET_COLUMNS = ("group", "check", "measured", "required", "met")
 
 
-def cpu_model() -> str:
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name with its family, model and vector instructions (from /proc/cpuinfo
     where there is one): virtual machines of one name differ underneath ("AMD EPYC" has been a
     Zen 5 with AVX-512 BF16 and a Zen 3 with AVX2 alone here), and torch's speed follows them."""
     try:
         fields: dict[str, str] = {}
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in cpuinfo.read_text().splitlines():
             key, _, value = line.partition(":")
             fields.setdefault(key.strip(), value.strip())
             if key.strip() == "flags":
                 break
     except OSError:
         return platform.processor() or "unknown"
-    flags = set(fields.get("flags", "").split())
+    name = fields.get("model name", platform.processor() or "unknown")
+    if "flags" not in fields:  # not x86 (an Arm cpuinfo lists "Features")
+        return name
+    flags = set(fields["flags"].split())
     if "avx512f" in flags:
         simd = "AVX-512" + (" with BF16" if "avx512_bf16" in flags else ", no BF16")
     else:
         simd = "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
     if "amx_bf16" in flags:
         simd += ", AMX"
-    name = fields.get("model name", platform.processor() or "unknown")
     return f"{name} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}; {simd})"
 
 
