@@ -110,13 +110,16 @@ def test_the_lanes_hold_blocks_of_envs_and_say_so():
 
 
 class Picky(HalfCheetah):
-    """Raises for an action of exactly 0.5; sleeps (without the GIL) for one of 0.25."""
+    """Raises for an action of exactly 0.5; sleeps (without the GIL) for one of 0.25: 2 s, so
+    that the Ctrl-C tests' interrupt, due 50 ms into the wait, lands within it even when a
+    loaded 2-core machine delays a thread by hundreds of milliseconds (0.5 s was once too short
+    while the rest of the suite ran beside them)."""
 
     def step(self, ids, actions):
         if (actions[:, 0] == 0.5).any():
             raise ValueError("picky: no half measures")
         if (actions[:, 0] == 0.25).any():
-            time.sleep(0.5)
+            time.sleep(2.0)
         return super().step(ids, actions)
 
 
@@ -180,7 +183,7 @@ def test_a_wait_times_out_or_is_interrupted_and_the_envs_stay_in_flight():
     pool.recv()
     info = pool.recv()[-1]
     slow = np.full((2, 6), 0.25, np.float32)
-    pool.send(slow, info["env_id"])  # envs 2-3: the thread sleeps 0.5 s
+    pool.send(slow, info["env_id"])  # envs 2-3: the thread sleeps 2 s
     with pytest.raises(WaitTimeout):
         pool.recv(timeout=0.01)
     timer = _interrupt_soon()
@@ -198,8 +201,8 @@ def test_ctrl_c_in_the_callers_own_part_fails_that_batch_and_the_pool_goes_on():
     with _async_pool(Picky, 4, 2, 2) as pool:
         pool.async_reset()
         info = pool.recv()[-1]
+        pool.recv()  # nothing in flight now: the next recv steps envs 0-1 itself, whatever the timing
         pool.send(np.full((2, 6), 0.25, np.float32), info["env_id"])  # envs 0-1, stepped in recv
-        pool.recv()
         timer = _interrupt_soon()
         with pytest.raises(KeyboardInterrupt):
             pool.recv()  # Ctrl-C while the caller sleeps in envs 0-1's step
