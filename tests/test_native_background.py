@@ -170,7 +170,9 @@ def test_an_error_on_a_lane_is_raised_by_recv_as_in_the_calling_thread(first):
 
 
 def _interrupt_soon() -> threading.Timer:
-    """Ctrl-C for the main thread in 50 ms."""
+    """Ctrl-C for the main thread in 50 ms, raised as KeyboardInterrupt (Python's own handler:
+    an earlier test in the same worker may have left another one installed)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
     return timer
