@@ -110,16 +110,13 @@ def test_the_lanes_hold_blocks_of_envs_and_say_so():
 
 
 class Picky(HalfCheetah):
-    """Raises for an action of exactly 0.5; sleeps (without the GIL) for one of 0.25: 2 s, so
-    that the Ctrl-C tests' interrupt, due 50 ms into the wait, lands within it even when a
-    loaded 2-core machine delays a thread by hundreds of milliseconds (0.5 s was once too short
-    while the rest of the suite ran beside them)."""
+    """Raises for an action of exactly 0.5; sleeps (without the GIL) for one of 0.25."""
 
     def step(self, ids, actions):
         if (actions[:, 0] == 0.5).any():
             raise ValueError("picky: no half measures")
         if (actions[:, 0] == 0.25).any():
-            time.sleep(2.0)
+            time.sleep(0.5)
         return super().step(ids, actions)
 
 
@@ -170,8 +167,9 @@ def test_an_error_on_a_lane_is_raised_by_recv_as_in_the_calling_thread(first):
 
 
 def _interrupt_soon() -> threading.Timer:
-    """Ctrl-C for the main thread in 50 ms, raised as KeyboardInterrupt (Python's own handler:
-    an earlier test in the same worker may have left another one installed)."""
+    """Ctrl-C for the main thread in 50 ms, raised as KeyboardInterrupt: a test run started as a
+    background job (`cmd &` in a script) inherits SIGINT ignored, and Python then installs no
+    handler (as test_engine_backends' SCRIPT does for its child)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
     timer.start()
@@ -185,7 +183,7 @@ def test_a_wait_times_out_or_is_interrupted_and_the_envs_stay_in_flight():
     pool.recv()
     info = pool.recv()[-1]
     slow = np.full((2, 6), 0.25, np.float32)
-    pool.send(slow, info["env_id"])  # envs 2-3: the thread sleeps 2 s
+    pool.send(slow, info["env_id"])  # envs 2-3: the thread sleeps 0.5 s
     with pytest.raises(WaitTimeout):
         pool.recv(timeout=0.01)
     timer = _interrupt_soon()
