@@ -172,3 +172,43 @@ def test_old_impala_run_configs_resume_under_the_new_option_names(tmp_path):
     assert cfg.impala.unrolls_per_batch == data["impala"]["unrolls_per_batch"]
     assert cfg.env_options == {"episodic_life": True, "reward_clip": True}
     assert dataclasses.asdict(cfg.acting) == data["acting"]
+
+
+def test_an_optimizer_state_saved_per_parameter_resumes_in_the_flat_optimizer():
+    # Checkpoints from before a learner kept its parameters in one flat tensor hold Adam's moments
+    # per parameter; resuming re-lays them (`flat_optimizer_state`), channels-last weights included,
+    # and the next step is the step the per-parameter optimizer takes.
+    from torch import nn
+
+    from seedpool.models.flat import flat_optimizer_state, flatten_parameters
+
+    torch.manual_seed(0)
+    old = nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3)).to(
+        memory_format=torch.channels_last)
+    x = torch.randn(5, 2, 6, 6).to(memory_format=torch.channels_last)
+    opt = torch.optim.Adam(old.parameters(), lr=1e-2)
+    for _ in range(3):
+        opt.zero_grad()
+        old(x).pow(2).sum().backward()
+        opt.step()
+    new = copy.deepcopy(old)
+    flat = flatten_parameters(new)
+    flat_opt = torch.optim.Adam([flat], lr=1e-2, fused=True)
+    flat_opt.load_state_dict(flat_optimizer_state(copy.deepcopy(opt.state_dict()), new, flat))
+    opt.zero_grad()
+    old(x).pow(2).sum().backward()
+    opt.step()
+    flat.grad.zero_()
+    new(x).pow(2).sum().backward()
+    flat_opt.step()
+    for a, b in zip(old.parameters(), new.parameters()):
+        torch.testing.assert_close(a, b)
+    with pytest.raises(ValueError, match="not a checkpoint of this model"):
+        flat_optimizer_state(opt.state_dict(), nn.Linear(2, 2), flat)
+
+    # A learner resumes such a checkpoint: IMPALA's optimizer was per parameter before.
+    learner = _impala_learner(0)
+    per_param = torch.optim.Adam(copy.deepcopy(learner.model).parameters(), lr=1e-3)
+    state = {**learner.state_dict(), "optimizer": per_param.state_dict()}
+    learner.load_state_dict(state)
+    assert learner.optimizer.param_groups[0]["params"] == [learner.params]

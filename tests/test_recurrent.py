@@ -46,6 +46,52 @@ def test_step_by_step_equals_whole_sequence_with_resets_inside(core, inputs):
 
 
 @pytest.mark.parametrize("core", ["lstm", "gru"])
+@pytest.mark.parametrize("reset_rate", [0.0, 0.15, 1.0])
+def test_one_fused_call_over_the_pieces_of_a_sequence_equals_the_cell_stepped_through_time(core, reset_rate):
+    # The core cuts each column where an episode starts and runs the pieces as the columns of one
+    # padded call (`RecurrentCore.sequence`); stepping one time step at a time is the reference:
+    # outputs, final state and the gradients of both, to inputs, start state and weights.
+    from seedpool.models.recurrent import RecurrentCore
+
+    torch.manual_seed(3)
+    rnn = RecurrentCore(core, 5, 8)
+    T, B = 11, 4
+    g = torch.Generator().manual_seed(4)
+    first = torch.rand(T, B, generator=g) < reset_rate
+    first[6, 2] = True  # at least one reset inside
+    x0 = torch.randn(T, B, 5, generator=g)
+    s0 = {k: torch.randn(B, 8, generator=g) for k in rnn.state_names}
+
+    def run(whole):
+        rnn.zero_grad()
+        x = x0.clone().requires_grad_()
+        s = {k: v.clone().requires_grad_() for k, v in s0.items()}
+        if whole:
+            out, end = rnn.sequence(x, s, first)
+        else:
+            outs, end = [], s
+            for t in range(T):
+                o, end = rnn.step(x[t], end, first[t])
+                outs.append(o)
+            out = torch.stack(outs)
+        (out.pow(2).sum() + sum((v * (i + 1)).sum() for i, v in enumerate(end.values()))).backward()
+        return out, end, [x.grad, *(v.grad for v in s.values()), *(p.grad for p in rnn.parameters())]
+
+    out, end, grads = run(True)
+    ref_out, ref_end, ref_grads = run(False)
+    torch.testing.assert_close(out, ref_out)
+    for k in ref_end:
+        torch.testing.assert_close(end[k], ref_end[k])
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b)
+    # Without the final state (what the learners' re-scoring asks for): the same outputs, no state.
+    with torch.no_grad():
+        bare, none = rnn.sequence(x0, s0, first, final_state=False)
+    assert none is None
+    torch.testing.assert_close(bare, ref_out.detach())
+
+
+@pytest.mark.parametrize("core", ["lstm", "gru"])
 def test_state_resets_where_an_episode_starts_inside_a_sequence(core):
     policy = _policy(core)
     B = 2

@@ -67,7 +67,7 @@ def evaluate_recurrent(model: torch.nn.Module, batch: dict[str, torch.Tensor], b
     prev_a, prev_r = batch.get("prev_actions"), batch.get("prev_rewards")
     params, values, _ = model.sequence(obs[:steps], state, batch["first"][:steps],
                                        None if prev_a is None else prev_a[:steps],
-                                       None if prev_r is None else prev_r[:steps])
+                                       None if prev_r is None else prev_r[:steps], final_state=False)
     params, values = float32((params, values))
     params_t = params[:T] if isinstance(params, torch.Tensor) else tuple(p[:T] for p in params)
     logp, entropy = model.head.log_prob_entropy(params_t, actions)

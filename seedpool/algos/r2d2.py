@@ -167,7 +167,7 @@ def online_q_values(model: RecurrentQNetwork, obs: torch.Tensor, state: dict, fi
     """Online Q ``[L + 1, B, A]`` from the stored state; the first ``burn_in`` steps carry no gradient
     except on ``learn_rows`` (sequences that open an episode, when they are learned from the start)."""
     if burn_in == 0:
-        return model.sequence(obs, state, first)[0]
+        return model.sequence(obs, state, first, final_state=False)[0]
     if learn_rows is None or not bool(learn_rows.any()):
         with torch.no_grad():
             q_burn, state = model.sequence(obs[:burn_in], state, first[:burn_in])
@@ -175,7 +175,7 @@ def online_q_values(model: RecurrentQNetwork, obs: torch.Tensor, state: dict, fi
         q_burn, state = model.sequence(obs[:burn_in], state, first[:burn_in])
         keep = learn_rows.unsqueeze(1)
         state = {k: torch.where(keep, v, v.detach()) for k, v in state.items()}
-    q_rest, _ = model.sequence(obs[burn_in:], state, first[burn_in:])
+    q_rest, _ = model.sequence(obs[burn_in:], state, first[burn_in:], final_state=False)
     return torch.cat([q_burn, q_rest])
 
 
@@ -191,7 +191,7 @@ def r2d2_loss(online: RecurrentQNetwork, target: RecurrentQNetwork, batch: Mappi
     learn_rows = b["first"][0] if cfg.learn_from_episode_start else None
     q_online = online_q_values(online, b["obs"], b["state"], b["first"], burn, learn_rows)
     with torch.no_grad():
-        q_target, _ = target.sequence(b["obs"], b["state"], b["first"])
+        q_target, _ = target.sequence(b["obs"], b["state"], b["first"], final_state=False)
         pick = q_online.detach() if cfg.double_q else q_target
         best = pick.argmax(dim=-1, keepdim=True)
         boot = q_target.gather(-1, best).squeeze(-1)  # [L + 1, B]

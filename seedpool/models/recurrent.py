@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -39,10 +40,14 @@ warnings.filterwarnings("ignore", message="RNN module weights are not part of si
 class RecurrentCore(nn.Module):
     """An LSTM or GRU stepped through time, its state reset where ``first`` is set.
 
-    A whole sequence runs as few fused ``nn.LSTM``/``nn.GRU`` calls as its resets allow: one
-    call per stretch of time steps in which no env starts an episode (after the first step of
-    the stretch), instead of one Python-level cell call per step; autograd then records one
-    node per stretch, not a dozen per step.
+    A whole sequence runs as one fused ``nn.LSTM``/``nn.GRU`` call, however many episodes start
+    inside it: each env's column is cut where its episodes start, and the pieces run side by
+    side as the columns of one padded batch, each from its own start state (the carried one for
+    the piece that opens the column, zeros after a reset). A call on the CPU costs about what
+    its time steps do, nearly whatever the batch, so one call for a sequence with ten resets
+    inside costs about what one without them does, where a call per stretch between resets
+    cost ten (`benchmarks/results/recurrent_pieces.md`). (A `PackedSequence` would save the
+    padding, but leaves oneDNN's fused kernel for one that measured 5x slower here.)
     """
 
     def __init__(self, kind: CoreKind, input_size: int, hidden_size: int) -> None:
@@ -85,15 +90,75 @@ class RecurrentCore(nn.Module):
         out, state = self._run(x[None], state, ~first)
         return out[0], state
 
-    def sequence(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
-        """``x [T, B, F]`` from ``state`` with resets at ``first [T, B]`` -> (outputs ``[T, B, H]``, final state)."""
-        T = x.shape[0]
-        starts = [0] + [int(t) for t in torch.nonzero(first[1:].any(dim=1)).flatten() + 1]
-        outs = []
-        for a, b in zip(starts, starts[1:] + [T]):
-            out, state = self._run(x[a:b], state, ~first[a])
-            outs.append(out)
-        return torch.cat(outs) if len(outs) > 1 else outs[0], state
+    def sequence(self, x: torch.Tensor, state: State, first: torch.Tensor, final_state: bool = True,
+                 ) -> tuple[torch.Tensor, State | None]:
+        """``x [T, B, F]`` from ``state`` with resets at ``first [T, B]`` -> (outputs ``[T, B, H]``,
+        final state, or None unless ``final_state``: the learners' re-scoring passes do not need it)."""
+        if x.shape[0] == 1 or not bool(first[1:].any()):
+            out, end = self._run(x, state, ~first[0])
+            return out, end if final_state else None
+        T, B = first.shape
+        pieces = Pieces(first.cpu().numpy())
+        take = lambda a: torch.as_tensor(a, device=x.device)  # noqa: E731
+        keep = (~first[0]).to(torch.float32).unsqueeze(-1)
+        carried = take(pieces.opens_column).unsqueeze(-1)
+        start = {k: (v * keep).index_select(0, take(pieces.column)) * carried for k, v in state.items()}
+        xs = x.reshape(T * B, -1).index_select(0, take(pieces.rows.ravel())).reshape(*pieces.rows.shape, -1)
+        out, end = self._call(xs, start)
+        out = out.reshape(-1, out.shape[-1]).index_select(0, take(pieces.unpack)).reshape(T, B, -1)
+        if not final_state:
+            return out, None
+        # A column's last piece that is shorter than the call ran on past its end: its final state
+        # comes from a call of its own, one per length (such a piece opens with a reset: zeros).
+        for length, at in pieces.short_ends():
+            at = take(at)
+            _, short = self._call(xs[:length].index_select(1, at), {k: v.index_select(0, at) for k, v in start.items()})
+            end = {k: v.index_copy(0, at, short[k]) for k, v in end.items()}
+        last = take(pieces.last)
+        return out, {k: v.index_select(0, last).float() for k, v in end.items()}
+
+    def _call(self, x: torch.Tensor, start: State) -> tuple[torch.Tensor, State]:
+        """One fused call over ``x [L, S, F]`` from ``start`` (no reset inside)."""
+        if self.kind == "lstm":
+            out, (h, c) = self.rnn(x, (start["h"][None], start["c"][None]))
+            return out, {"h": h[0], "c": c[0]}
+        out, h = self.rnn(x, start["h"][None])
+        return out, {"h": h[0]}
+
+
+class Pieces:
+    """A ``first [T, B]`` mask cut into pieces for one fused core call: each column cut where an
+    episode starts (and at step 0); piece s is column s of the call's padded ``[L, S]`` inputs.
+
+    - ``column[s]``: the env column of piece s; ``opens_column[s]``: whether it starts at step 0
+      (from the carried state; any other piece starts after a reset, from zeros);
+    - ``rows [L, S]``: the row of the flattened ``[T * B]`` inputs at each step of each piece
+      (past a piece's end: row 0, whose outputs there are never read and cannot reach the
+      piece's own steps, an RNN being causal);
+    - ``unpack``: for each ``[T * B]`` row, its position in the flattened ``[L, S]`` outputs;
+    - ``last[b]``: the piece that ends column b, whose final state is the column's.
+    """
+
+    def __init__(self, first: np.ndarray) -> None:
+        T, B = first.shape
+        starts = first.T.copy()
+        starts[:, 0] = True
+        col, t0 = np.nonzero(starts)  # by column, then time
+        ends_column = np.append(col[1:] != col[:-1], True)
+        self.length = np.where(ends_column, T, np.append(t0[1:], T)) - t0
+        self.column, self.opens_column = col, t0 == 0
+        steps = np.arange(self.length.max())[:, None]
+        inside = steps < self.length[None, :]
+        where = (t0[None, :] + steps) * B + col[None, :]
+        self.rows = np.where(inside, where, 0)
+        self.unpack = np.empty(T * B, dtype=np.int64)
+        self.unpack[where[inside]] = (steps * len(col) + np.arange(len(col))[None, :])[inside]
+        self.last = np.flatnonzero(ends_column)
+
+    def short_ends(self) -> list[tuple[int, np.ndarray]]:
+        """(length, pieces) for the columns' last pieces shorter than the call, by length."""
+        last = self.last[self.length[self.last] < len(self.rows)]
+        return [(int(n), last[self.length[last] == n]) for n in np.unique(self.length[last])]
 
 
 class RecurrentActorCritic(ActorCritic):
@@ -130,15 +195,21 @@ class RecurrentActorCritic(ActorCritic):
             state.update({"vf_" + k: v for k, v in self.vf_core.initial_state(batch, device).items()})
         return state
 
-    def _cores(self, x: torch.Tensor, state: State, first: torch.Tensor, whole: bool,
-               ) -> tuple[torch.Tensor, torch.Tensor, State]:
-        """Policy and value features from the core(s): one step (``whole`` False) or a sequence."""
-        run = (lambda core, st: core.sequence(x, st, first)) if whole else (lambda core, st: core.step(x, st, first))
+    def _cores(self, x: torch.Tensor, state: State, first: torch.Tensor, whole: bool, final_state: bool = True,
+               ) -> tuple[torch.Tensor, torch.Tensor, State | None]:
+        """Policy and value features from the core(s): one step (``whole`` False) or a sequence
+        (whose final state is None unless ``final_state``)."""
+        if whole:
+            run = lambda core, st: core.sequence(x, st, first, final_state)  # noqa: E731
+        else:
+            run = lambda core, st: core.step(x, st, first)  # noqa: E731
         pi_state = {k: state[k] for k in self.core.state_names}
         pi_hidden, next_state = run(self.core, pi_state)
         if self.vf_core is None:
             return pi_hidden, pi_hidden, next_state
         vf_hidden, vf_state = run(self.vf_core, {k: state["vf_" + k] for k in self.vf_core.state_names})
+        if next_state is None:
+            return pi_hidden, vf_hidden, None
         return pi_hidden, vf_hidden, {**next_state, **{"vf_" + k: v for k, v in vf_state.items()}}
 
     def forward(self, obs: torch.Tensor) -> tuple[Params, torch.Tensor]:
@@ -190,8 +261,9 @@ class RecurrentActorCritic(ActorCritic):
 
     def sequence(self, obs: torch.Tensor, state: State, first: torch.Tensor,
                  prev_actions: torch.Tensor | None = None, prev_rewards: torch.Tensor | None = None,
-                 ) -> tuple[Params, torch.Tensor, State]:
-        """``T`` steps of ``B`` envs, time-major: params and values ``[T, B, ...]``, and the final state.
+                 final_state: bool = True) -> tuple[Params, torch.Tensor, State | None]:
+        """``T`` steps of ``B`` envs, time-major: params and values ``[T, B, ...]``, and the final
+        state (None unless ``final_state``: re-scoring stored sequences does not need it).
 
         The torso runs once on all ``T x B`` observations; only the core steps through time.
         """
@@ -200,7 +272,8 @@ class RecurrentActorCritic(ActorCritic):
         flat = lambda a: None if a is None else a.reshape(T * B, *a.shape[2:])  # noqa: E731
         features = self.torso(obs.reshape(T * B, *obs.shape[2:]))
         x = self._core_inputs(features, flat_first, flat(prev_actions), flat(prev_rewards))
-        pi_hidden, vf_hidden, state = self._cores(x.reshape(T, B, -1), state, first, whole=True)
+        pi_hidden, vf_hidden, state = self._cores(x.reshape(T, B, -1), state, first, whole=True,
+                                                  final_state=final_state)
         params, value = self._outputs(pi_hidden, vf_hidden)
         return params, value, state
 
@@ -217,7 +290,7 @@ class RecurrentActorCritic(ActorCritic):
                           prev_actions: torch.Tensor | None = None, prev_rewards: torch.Tensor | None = None,
                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Re-score stored actions of whole sequences: ``(logprob, entropy, value)``, each ``[T, B]``."""
-        params, value, _ = self.sequence(obs, state, first, prev_actions, prev_rewards)
+        params, value, _ = self.sequence(obs, state, first, prev_actions, prev_rewards, final_state=False)
         params, value = float32((params, value))
         logprob, entropy = self.head.log_prob_entropy(params, actions)
         return logprob, entropy, value

@@ -89,11 +89,13 @@ class RecurrentQNetwork(nn.Module):
         out, state = self.core.step(self.torso(obs), state, first)
         return self.head(out).float(), state
 
-    def sequence(self, obs: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
-        """Q-values ``[T, B, A]`` of time-major sequences ``obs [T, B, ...]`` from ``state``, reset at ``first [T, B]``."""
+    def sequence(self, obs: torch.Tensor, state: State, first: torch.Tensor, final_state: bool = True,
+                 ) -> tuple[torch.Tensor, State | None]:
+        """Q-values ``[T, B, A]`` of time-major sequences ``obs [T, B, ...]`` from ``state``, reset at
+        ``first [T, B]``, and the final state (None unless ``final_state``)."""
         T, B = first.shape
         features = self.torso(obs.reshape(T * B, *obs.shape[2:]))
-        out, state = self.core.sequence(features.reshape(T, B, -1), state, first)
+        out, state = self.core.sequence(features.reshape(T, B, -1), state, first, final_state)
         return self.head(out).float(), state
 
 
