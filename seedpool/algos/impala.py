@@ -32,7 +32,6 @@ from seedpool.algos.impala_recurrent import evaluate_recurrent, recurrent_tensor
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
 from seedpool.models.base import ActorCritic, float32
-from seedpool.models.flat import flatten_parameters
 from seedpool.models.recurrent import is_recurrent
 from seedpool.records import ActOutput, Unrolls
 
@@ -91,13 +90,12 @@ def policy_act(model: ActorCritic, obs: torch.Tensor, state, first: torch.Tensor
     return ActOutput(actions=action, logp=logp, state=state)
 
 
-def make_optimizer(params: nn.Parameter, cfg: ImpalaConfig) -> torch.optim.Optimizer:
-    """The optimizer `cfg.optimizer` names, over the model's flat parameter tensor."""
+def make_optimizer(model: nn.Module, cfg: ImpalaConfig) -> torch.optim.Optimizer:
+    """The optimizer `cfg.optimizer` names."""
     if cfg.optimizer == "adam":
-        fused = params.device.type in ("cpu", "cuda")
-        return torch.optim.Adam([params], lr=cfg.learning_rate, eps=1e-5, fused=fused)
+        return torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     if cfg.optimizer == "rmsprop":
-        return torch.optim.RMSprop([params], lr=cfg.learning_rate, alpha=0.99, eps=0.01)
+        return torch.optim.RMSprop(model.parameters(), lr=cfg.learning_rate, alpha=0.99, eps=0.01)
     raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {cfg.optimizer!r}")
 
 
@@ -208,10 +206,7 @@ class ImpalaLearner(GradientLearner):
                              f"{cfg.unrolls_per_batch}: a minibatch needs at least one unroll")
         self.device = torch.device(device)
         model = model.to(self.device)
-        # One flat tensor holds every parameter: Adam, clipping and zeroing touch one buffer (a
-        # fifth of a small recurrent model's learner time went to them per parameter).
-        self.params = flatten_parameters(model)
-        super().__init__(model, make_optimizer(self.params, cfg), total_steps, name="IMPALA",
+        super().__init__(model, make_optimizer(model, cfg), total_steps, name="IMPALA",
                          max_grad_norm=cfg.max_grad_norm, precision=precision)
         self.cfg = cfg
 

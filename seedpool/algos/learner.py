@@ -21,7 +21,6 @@ import torch
 from torch import nn
 
 from seedpool.algos.gradient import GradientStep, NonFiniteLossError, Precision
-from seedpool.models.flat import flat_optimizer_state
 
 __all__ = ["GradientLearner", "GradientStep", "Learner", "NonFiniteLossError", "linear_decay",
            "set_learning_rate"]
@@ -77,12 +76,7 @@ class GradientLearner:
     def load_state_dict(self, state: dict) -> None:
         """Restore what `state_dict` returned."""
         self.model.load_state_dict(state["model"])
-        saved = state["optimizer"]
-        flat = self.gradient.params
-        if len(flat) == 1 and sum(len(g["params"]) for g in saved["param_groups"]) > 1:
-            # A checkpoint from before this learner kept its parameters in one flat tensor.
-            saved = flat_optimizer_state(saved, self.model, flat[0])
-        self.optimizer.load_state_dict(saved)
+        self.optimizer.load_state_dict(state["optimizer"])
         self.version = int(state["version"])
         self.steps_trained = int(state["steps_trained"])
 

@@ -1,5 +1,6 @@
 """What scripts written for EnvPool expect around a pool: `envpool.make`'s engine options
-(`env_type`, `num_threads`, ...), the pool's `config` dict and its `spec`.
+(`env_type`, `num_threads`, ...), the pool's `config` dict and its `spec`, and the pool
+methods EnvPool has that seedpool answers in its own way (`EnvPoolSurface`).
 
 Everything here runs once, when a pool is made; nothing is on the step path.
 """
@@ -7,6 +8,7 @@ Everything here runs once, when a pool is made; nothing is on the step path.
 from __future__ import annotations
 
 import collections
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,4 +96,35 @@ class PoolSpec:
             action_space=task.action_space,
             max_episode_steps=config.get("max_episode_steps"),
             reward_threshold=getattr(registered, "reward_threshold", None),
+        )
+
+
+class EnvPoolSurface:
+    """EnvPool's pool methods that are not stepping: `len(pool)`, and the ones seedpool does not
+    carry out (`seed`, `xla`, `render`), which say what to do instead. Mixed into `EnvPool`."""
+
+    num_envs: int
+
+    def __len__(self) -> int:
+        """The number of envs (EnvPool's `len(pool)`; Tianshou reads it)."""
+        return self.num_envs
+
+    def seed(self, seed: Any = None) -> None:
+        """EnvPool's abandoned `seed()`: only warns, as EnvPool's does."""
+        warnings.warn("pool.seed() does nothing: pass seed= to make() or reset(seed=...)", UserWarning, stacklevel=2)
+
+    def xla(self) -> Any:
+        """EnvPool's JAX hook: not available, say what to use."""
+        raise NotImplementedError(
+            "xla() is EnvPool's JAX custom call into its C++ pool; seedpool's envs run in Python "
+            "workers and have no XLA entry point. Call send()/recv() (or step()) from your JAX "
+            "loop on host arrays instead")
+
+    def render(self) -> Any:
+        """Pools do not render: say what does."""
+        raise NotImplementedError(
+            "seedpool pools do not render. To watch an env, build one with render_mode='rgb_array' "
+            "(e.g. gymnasium.make(id, render_mode='rgb_array'), or for Atari ids "
+            "seedpool.envs.atari.make_atari(id, render_mode='rgb_array')) and call its render(); "
+            "for a trained run, `seedpool eval RUN_DIR --video`"
         )

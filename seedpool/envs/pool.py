@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -13,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 from seedpool.envs import rows, spaces, validate
 from seedpool.envs.buffers import RESTARTED, Buffers
 from seedpool.envs.channel import RECOVER, RESET, STEP
-from seedpool.envs.envpool_api import PoolSpec, pool_config
+from seedpool.envs.envpool_api import EnvPoolSurface, PoolSpec, pool_config
 from seedpool.envs.errors import ActionBatchError, ClosedError, EnvPoolError, EnvStepError
 from seedpool.envs.executor import Executor, ExecutorConfig
 from seedpool.envs.seeds import env_seeds  # noqa: F401 - also imported from here (make.py)
@@ -26,7 +25,7 @@ _MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_
           "disabled": AutoresetMode.DISABLED}
 
 
-class EnvPool(gym.vector.VectorEnv, gym.Env):
+class EnvPool(EnvPoolSurface, gym.vector.VectorEnv, gym.Env):
     """A batch of environments; build it with `seedpool.make`.
 
     As EnvPool's pools, it is a `gymnasium.Env` (so `gymnasium.Wrapper` subclasses wrap it)
@@ -394,30 +393,6 @@ class EnvPool(gym.vector.VectorEnv, gym.Env):
         if not self._closed:
             self._closed = True
             self._finalizer()
-
-    def __len__(self) -> int:
-        """The number of envs (EnvPool's `len(pool)`; Tianshou reads it)."""
-        return self.num_envs
-
-    def seed(self, seed: Any = None) -> None:
-        """EnvPool's abandoned `seed()`: only warns, as EnvPool's does."""
-        warnings.warn("pool.seed() does nothing: pass seed= to make() or reset(seed=...)", UserWarning, stacklevel=2)
-
-    def xla(self) -> Any:
-        """EnvPool's JAX hook: not available, say what to use."""
-        raise NotImplementedError(
-            "xla() is EnvPool's JAX custom call into its C++ pool; seedpool's envs run in Python "
-            "workers and have no XLA entry point. Call send()/recv() (or step()) from your JAX "
-            "loop on host arrays instead")
-
-    def render(self) -> Any:
-        """Pools do not render: say what does."""
-        raise NotImplementedError(
-            "seedpool pools do not render. To watch an env, build one with render_mode='rgb_array' "
-            "(e.g. gymnasium.make(id, render_mode='rgb_array'), or for Atari ids "
-            "seedpool.envs.atari.make_atari(id, render_mode='rgb_array')) and call its render(); "
-            "for a trained run, `seedpool eval RUN_DIR --video`"
-        )
 
     def __enter__(self) -> "EnvPool":
         return self

@@ -46,8 +46,9 @@ class NatureCNNActorCritic(ActorCritic):
     """Shared conv trunk with linear policy and value heads; takes uint8 ``[B, C, H, W]``."""
 
     # oneDNN's convolutions run faster on channels-last tensors on the CPU (update of 256
-    # frames, 2 threads: benchmarks/results/cnn_layout.md); observations are converted to
-    # it together with the uint8 -> float cast, in one copy.
+    # frames, 2 threads: 1.26x on an AVX-512 Zen 5, benchmarks/results/cnn_layout.md; 1.32x
+    # on an AVX2 Zen 3, cnn_layout_zen3.md); observations are converted to it together with
+    # the uint8 -> float cast, in one copy.
     memory_format = torch.channels_last
 
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int) -> None:

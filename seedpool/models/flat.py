@@ -37,30 +37,6 @@ def flatten_parameters(module: nn.Module) -> nn.Parameter:
     return flat
 
 
-def flat_optimizer_state(saved: dict, module: nn.Module, flat: torch.Tensor) -> dict:
-    """An optimizer's ``state_dict`` saved over ``module``'s separate parameters (a checkpoint
-    from before the module was flattened), re-laid for one over ``flat``: each per-parameter
-    buffer (Adam's moments, RMSprop's square average) copied into its parameter's place in a
-    flat buffer; scalars (the step count, shared by all) kept."""
-    params = [p for p in module.parameters() if p.requires_grad]
-    groups = saved["param_groups"]
-    ids = [i for group in groups for i in group["params"]]
-    if len(groups) != 1 or len(ids) != len(params):
-        raise ValueError(f"the saved optimizer state holds {len(ids)} parameters in {len(groups)} groups; "
-                         f"the module has {len(params)} trainable parameters: not a checkpoint of this model")
-    per_param = [saved["state"].get(i, {}) for i in ids]
-    state: dict = {}
-    if per_param[0]:
-        for key, value in per_param[0].items():
-            if torch.is_tensor(value) and value.dim() > 0:
-                buf = torch.zeros_like(flat.detach())
-                for p, s in zip(params, per_param):
-                    buf.as_strided(p.shape, p.stride(), p.storage_offset()).copy_(s[key])
-                value = buf
-            state[key] = value
-    return {"state": {0: state} if state else {}, "param_groups": [{**groups[0], "params": [0]}]}
-
-
 def _dense(t: torch.Tensor) -> bool:
     """True if ``t`` fills exactly ``numel`` elements in some order of its dims (no gaps)."""
     expected = 1
