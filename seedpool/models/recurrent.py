@@ -78,12 +78,17 @@ class RecurrentCore(nn.Module):
     def _run(self, x: torch.Tensor, state: State, keep: torch.Tensor) -> tuple[torch.Tensor, State]:
         """``x [L, B, F]`` with no reset after its first step, from ``state`` masked by ``keep [B]``."""
         keep = keep.to(torch.float32).unsqueeze(-1)
+        out, end = self._call(x, {k: v * keep for k, v in state.items()})
+        # Under bf16 autocast the core computes in bfloat16; the carried state stays float32.
+        return out, {k: v.float() for k, v in end.items()}
+
+    def _call(self, x: torch.Tensor, start: State) -> tuple[torch.Tensor, State]:
+        """One fused call over ``x [L, S, F]`` from ``start`` (no reset inside)."""
         if self.kind == "lstm":
-            out, (h, c) = self.rnn(x, ((state["h"] * keep)[None], (state["c"] * keep)[None]))
-            # Under bf16 autocast the core computes in bfloat16; the carried state stays float32.
-            return out, {"h": h[0].float(), "c": c[0].float()}
-        out, h = self.rnn(x, (state["h"] * keep)[None])
-        return out, {"h": h[0].float()}
+            out, (h, c) = self.rnn(x, (start["h"][None], start["c"][None]))
+            return out, {"h": h[0], "c": c[0]}
+        out, h = self.rnn(x, start["h"][None])
+        return out, {"h": h[0]}
 
     def step(self, x: torch.Tensor, state: State, first: torch.Tensor) -> tuple[torch.Tensor, State]:
         """One time step: ``x [B, F]``, the state entering it, ``first [B]`` -> (output ``[B, H]``, next state)."""
@@ -94,71 +99,77 @@ class RecurrentCore(nn.Module):
                  ) -> tuple[torch.Tensor, State | None]:
         """``x [T, B, F]`` from ``state`` with resets at ``first [T, B]`` -> (outputs ``[T, B, H]``,
         final state, or None unless ``final_state``: the learners' re-scoring passes do not need it)."""
-        if x.shape[0] == 1 or not bool(first[1:].any()):
+        return self.run_pieces(x, state, first, Pieces.of(first), final_state)
+
+    def run_pieces(self, x: torch.Tensor, state: State, first: torch.Tensor, pieces: Pieces | None,
+                   final_state: bool) -> tuple[torch.Tensor, State | None]:
+        """`sequence` with ``first``'s pieces already cut (``Pieces.of(first)``), so that cores
+        reading the same sequence cut it once."""
+        if pieces is None:
             out, end = self._run(x, state, ~first[0])
             return out, end if final_state else None
         T, B = first.shape
-        pieces = Pieces(first.cpu().numpy())
-        take = lambda a: torch.as_tensor(a, device=x.device)  # noqa: E731
-        keep = (~first[0]).to(torch.float32).unsqueeze(-1)
-        carried = take(pieces.opens_column).unsqueeze(-1)
-        start = {k: (v * keep).index_select(0, take(pieces.column)) * carried for k, v in state.items()}
-        xs = x.reshape(T * B, -1).index_select(0, take(pieces.rows.ravel())).reshape(*pieces.rows.shape, -1)
+        start = {k: v.index_select(0, pieces.column) * pieces.carried for k, v in state.items()}
+        xs = x.reshape(T * B, -1).index_select(0, pieces.rows).reshape(*pieces.shape, -1)
         out, end = self._call(xs, start)
-        out = out.reshape(-1, out.shape[-1]).index_select(0, take(pieces.unpack)).reshape(T, B, -1)
+        out = out.reshape(-1, out.shape[-1]).index_select(0, pieces.unpack).reshape(T, B, -1)
         if not final_state:
             return out, None
         # A column's last piece that is shorter than the call ran on past its end: its final state
         # comes from a call of its own, one per length (such a piece opens with a reset: zeros).
         for length, at in pieces.short_ends():
-            at = take(at)
             _, short = self._call(xs[:length].index_select(1, at), {k: v.index_select(0, at) for k, v in start.items()})
             end = {k: v.index_copy(0, at, short[k]) for k, v in end.items()}
-        last = take(pieces.last)
-        return out, {k: v.index_select(0, last).float() for k, v in end.items()}
-
-    def _call(self, x: torch.Tensor, start: State) -> tuple[torch.Tensor, State]:
-        """One fused call over ``x [L, S, F]`` from ``start`` (no reset inside)."""
-        if self.kind == "lstm":
-            out, (h, c) = self.rnn(x, (start["h"][None], start["c"][None]))
-            return out, {"h": h[0], "c": c[0]}
-        out, h = self.rnn(x, start["h"][None])
-        return out, {"h": h[0]}
+        return out, {k: v.index_select(0, pieces.last).float() for k, v in end.items()}
 
 
 class Pieces:
     """A ``first [T, B]`` mask cut into pieces for one fused core call: each column cut where an
     episode starts (and at step 0); piece s is column s of the call's padded ``[L, S]`` inputs.
+    Index tensors are on ``first``'s device:
 
-    - ``column[s]``: the env column of piece s; ``opens_column[s]``: whether it starts at step 0
-      (from the carried state; any other piece starts after a reset, from zeros);
-    - ``rows [L, S]``: the row of the flattened ``[T * B]`` inputs at each step of each piece
+    - ``column[s]``: the env column of piece s; ``carried [S, 1]``: 1 where the piece starts from
+      its column's carried state (it opens the column, and the column's first step is not a
+      reset), else 0 (it starts after a reset, from zeros);
+    - ``rows [L * S]``: the row of the flattened ``[T * B]`` inputs at each step of each piece
       (past a piece's end: row 0, whose outputs there are never read and cannot reach the
-      piece's own steps, an RNN being causal);
+      piece's own steps, an RNN being causal); ``shape``: ``(L, S)``;
     - ``unpack``: for each ``[T * B]`` row, its position in the flattened ``[L, S]`` outputs;
     - ``last[b]``: the piece that ends column b, whose final state is the column's.
     """
 
-    def __init__(self, first: np.ndarray) -> None:
-        T, B = first.shape
-        starts = first.T.copy()
+    @staticmethod
+    def of(first: torch.Tensor) -> Pieces | None:
+        """The pieces of ``first``, or None where no episode starts after step 0 (one plain call)."""
+        if first.shape[0] == 1 or not bool(first[1:].any()):
+            return None
+        return Pieces(first)
+
+    def __init__(self, first: torch.Tensor) -> None:
+        mask = first.cpu().numpy()
+        T, B = mask.shape
+        starts = mask.T.copy()
         starts[:, 0] = True
         col, t0 = np.nonzero(starts)  # by column, then time
         ends_column = np.append(col[1:] != col[:-1], True)
-        self.length = np.where(ends_column, T, np.append(t0[1:], T)) - t0
-        self.column, self.opens_column = col, t0 == 0
-        steps = np.arange(self.length.max())[:, None]
-        inside = steps < self.length[None, :]
+        self._length = np.where(ends_column, T, np.append(t0[1:], T)) - t0
+        steps = np.arange(self._length.max())[:, None]
+        inside = steps < self._length[None, :]
         where = (t0[None, :] + steps) * B + col[None, :]
-        self.rows = np.where(inside, where, 0)
-        self.unpack = np.empty(T * B, dtype=np.int64)
-        self.unpack[where[inside]] = (steps * len(col) + np.arange(len(col))[None, :])[inside]
-        self.last = np.flatnonzero(ends_column)
+        unpack = np.empty(T * B, dtype=np.int64)
+        unpack[where[inside]] = (steps * len(col) + np.arange(len(col))[None, :])[inside]
+        self._last = np.flatnonzero(ends_column)
+        self.shape = inside.shape
+        take = lambda a: torch.as_tensor(a, device=first.device)  # noqa: E731
+        self.column, self.last, self.unpack = take(col), take(self._last), take(unpack)
+        self.rows = take(np.where(inside, where, 0).ravel())
+        self.carried = take((t0 == 0) & ~mask[0, col]).to(torch.float32).unsqueeze(-1)
+        self._take = take
 
-    def short_ends(self) -> list[tuple[int, np.ndarray]]:
+    def short_ends(self) -> list[tuple[int, torch.Tensor]]:
         """(length, pieces) for the columns' last pieces shorter than the call, by length."""
-        last = self.last[self.length[self.last] < len(self.rows)]
-        return [(int(n), last[self.length[last] == n]) for n in np.unique(self.length[last])]
+        last = self._last[self._length[self._last] < self.shape[0]]
+        return [(int(n), self._take(last[self._length[last] == n])) for n in np.unique(self._length[last])]
 
 
 class RecurrentActorCritic(ActorCritic):
@@ -200,7 +211,8 @@ class RecurrentActorCritic(ActorCritic):
         """Policy and value features from the core(s): one step (``whole`` False) or a sequence
         (whose final state is None unless ``final_state``)."""
         if whole:
-            run = lambda core, st: core.sequence(x, st, first, final_state)  # noqa: E731
+            pieces = Pieces.of(first)  # cut once for both cores
+            run = lambda core, st: core.run_pieces(x, st, first, pieces, final_state)  # noqa: E731
         else:
             run = lambda core, st: core.step(x, st, first)  # noqa: E731
         pi_state = {k: state[k] for k in self.core.state_names}
