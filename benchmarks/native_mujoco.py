@@ -200,23 +200,30 @@ def async_cpu_table(task: str, rounds: int, batches: int = 100) -> list[str]:
 
 
 def physics_table(task: str, rounds: int, calls: int = 200) -> list[str]:
-    """The physics of a step of N envs alone, in this process: one `mujoco.batch.Batch` on one
-    thread and on its own pool of 2, and the engine's split (two Batches, the caller and a
-    helper thread: `ShardedSim`). Rounds alternate over the three, built side by side."""
+    """The step of N envs alone, in this process: MuJoCo's `mujoco.batch.Batch` (the physics
+    only) on one thread and on its own pool of 2, and the native family's compiled step
+    (physics, observations and rewards) on one thread and split over two (`RowThreads`).
+    Rounds alternate over the four, built side by side."""
     from mujoco.batch import Batch
 
-    from seedpool.envs.native.mujoco_sim import BatchSim, ShardedSim
+    from seedpool.envs.native import registry
 
     ref = gym.make(task).unwrapped
     model, nstep = ref.model, ref.frame_skip
     one, pool2 = Batch(model, N, nthread=1), Batch(model, N, nthread=2)
-    split = ShardedSim(lambda n: BatchSim(model, n), N, 2, split=True)
-    ctrl = np.zeros((N, model.nu))
-    runs = {"Batch, nthread=1": lambda: one.step(None, nstep=nstep),
+    family_class = registry.family_class(task)
+    kernel1, kernel2 = family_class(N, threads=1), family_class(N, threads=2)
+    ctrl = np.zeros((N, model.nu), np.float32)
+    for family in (kernel1, kernel2):
+        family.reset(np.arange(N), None)
+    runs = {"Batch, nthread=1 (physics only)": lambda: one.step(None, nstep=nstep),
             "Batch, nthread=2 (MuJoCo's pool)": lambda: pool2.step(None, nstep=nstep),
-            "2 Batches, caller + helper thread (ShardedSim)": lambda: split.step(slice(None), ctrl, nstep)}
+            "compiled step, one thread": lambda: kernel1.step(slice(None), ctrl),
+            "compiled step, caller + helper thread": lambda: kernel2.step(slice(None), ctrl)}
     got: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     try:
+        for run in runs.values():  # warm-up: compiled code loaded, helper threads started
+            run()
         for _ in range(rounds):
             for name, run in runs.items():
                 c0, t0 = time.process_time(), time.perf_counter()
@@ -225,7 +232,8 @@ def physics_table(task: str, rounds: int, calls: int = 200) -> list[str]:
                 cpu, wall = time.process_time() - c0, time.perf_counter() - t0
                 got[name].append((1e6 * cpu / (calls * N), 1e6 * wall / (calls * N)))
     finally:
-        split.close()
+        kernel1.close()
+        kernel2.close()
     lines = [f"## {task}, N={N}: physics alone (median of {rounds} alternating rounds of {calls} calls)", "",
              "| physics | CPU µs / env step | wall µs / env step |", "| --- | ---: | ---: |"]
     for name, runs_ in got.items():
@@ -263,14 +271,15 @@ def main(argv: list[str]) -> int:
         "**Load:** the machine's 2 cores are shared with other jobs unless the note below says otherwise "
         "(see the load averages above): absolute figures are low and noisy; read the ratios, which come "
         "from windows interleaved in one run.",
-        "seedpool_native: HalfCheetah's envs are rows of `mujoco.batch.Batch` (one per thread) stepped in C; "
-        "Ant's are one MjData each, stepped in a Python loop (its observation needs `mj_rnePostConstraint` "
-        "after the step); observations, rewards and terminations in NumPy over the batch. Sync, with 2 "
-        "threads: env i is stepped by thread i % 2 (the caller and a persistent helper; MuJoCo's calls "
-        "release the GIL). Async (`_async`, except `_t1_async`): two background threads, one per block of "
-        "N envs, step each batch as soon as it is sent, while the caller handles the other "
-        "(`seedpool/envs/native/background.py`); `_t1_async` steps a batch in the calling thread when "
-        "`recv` asks for it.",
+        "seedpool_native: each env is one MjData; a batch is one compiled call (numba, without the GIL) "
+        "that sets each env's controls, calls MuJoCo's mj_step from its C library (Ant also "
+        "mj_rnePostConstraint) and computes observations, rewards, terminations and the engine's "
+        "bookkeeping (`seedpool/envs/native/mujoco_kernels.py`). Sync, with 2 threads: each call split "
+        "into two halves, the caller and a persistent helper (auto: split or not, as measured). Async "
+        "(`_async`, except `_t1_async`): each batch cut into a part per thread, put in one queue as soon "
+        "as it is sent; a background thread and the caller (while it waits in recv) take the parts "
+        "(`seedpool/envs/native/background.py`, shared lanes); `_t1_async` steps a batch in the calling "
+        "thread when `recv` asks for it.",
         "EnvPool's tasks are its own C++ implementations with its own MuJoCo build.",
     ]
     if args.note:

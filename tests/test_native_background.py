@@ -1,6 +1,7 @@
 """Async native MuJoCo pools stepped in the background (seedpool/envs/native/background.py):
 the results of the sync path and of the calling thread's, errors as before, WaitTimeout,
-Ctrl-C, and no thread left behind."""
+Ctrl-C, and no thread left behind; with shared lanes (the MuJoCo families' default: any
+thread takes the next part) and with lanes that each step a block of envs."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ import time
 import numpy as np
 import pytest
 
-pytest.importorskip("mujoco.batch", reason="the native MuJoCo families need mujoco >= 3.17 (mujoco.batch)")
+pytest.importorskip("mujoco", reason="the native MuJoCo families need mujoco: pip install 'seedpool[mujoco]'")
 
 import seedpool  # noqa: E402
 from seedpool.envs.errors import EnvStepError, WaitTimeout  # noqa: E402
 from seedpool.envs.native.mujoco_envs import HalfCheetah  # noqa: E402
-from seedpool.envs.native.mujoco_sim import ShardedSim  # noqa: E402
 
 
 def _lanes() -> list[threading.Thread]:
@@ -93,20 +93,22 @@ def test_background_and_calling_thread_give_the_same_bytes(num_envs, batch):
         assert got == want, f"threads={threads}"
 
 
-def test_the_lanes_hold_blocks_of_envs_and_say_so():
+def test_shared_lanes_cut_a_batch_into_a_part_per_thread_and_say_so():
     with _async_pool("HalfCheetah-v5", 16, 8, None) as pool:
-        sim = pool._exec.family.sim
-        assert isinstance(sim, ShardedSim) and sim.blocks == [0, 8, 16]
         lanes = pool._exec._lanes
+        assert lanes.shared and lanes.lanes == 2
+        assert lanes._chunks(list(range(8))) == [(slice(0, 4), 1), (slice(4, 8), 1)]  # one queue for all
+        assert [type(rows) for rows, _ in lanes._chunks([9, 3, 5, 1])] == [np.ndarray, np.ndarray]
+        assert pool.num_workers == 2 and "1 in the background" in pool.layout_reason
+        assert "each taking the next part" in repr(pool)
+    with _async_pool(PickyLanes, 16, 8, None) as pool:  # a family that is not shared: blocks of envs
+        lanes = pool._exec._lanes
+        assert not lanes.shared
         assert lanes._split(list(range(8))) == [(slice(0, 8), 0)]  # a batch is one lane's call
         assert [lane for _, lane in lanes._split([7, 8])] == [0, 1]
-        assert pool.num_workers == 2 and "1 in the background" in pool.layout_reason
         assert "block of envs (0-7, 8-15)" in repr(pool)
-        pool.reset()
-        with pytest.raises(RuntimeError, match="after the envs were reset"):
-            sim.use_blocks()
-    with seedpool.make("HalfCheetah-v5", num_envs=8, threads=None) as pool:  # sync: as before
-        assert pool._exec._lanes is None and pool._exec.family.sim.blocks is None
+    with seedpool.make("HalfCheetah-v5", num_envs=8, threads=None) as pool:  # sync: no lanes
+        assert pool._exec._lanes is None
 
 
 class Picky(HalfCheetah):
@@ -118,6 +120,12 @@ class Picky(HalfCheetah):
         if (actions[:, 0] == 0.25).any():
             time.sleep(0.5)
         return super().step(ids, actions)
+
+
+class PickyLanes(Picky):
+    """Picky on lanes that each step a block of envs (not shared)."""
+
+    background_shared = False
 
 
 def _fail_and_recover(threads: int | None, first: list[int]) -> tuple[list, list[list[bytes]]]:
@@ -158,11 +166,11 @@ def test_an_error_on_a_lane_is_raised_by_recv_as_in_the_calling_thread(first):
     assert [g[0] for g in got] == [w[0] for w in want]  # the same envs come back in the same order
     truncated = np.concatenate([np.frombuffer(w[4], np.bool_) for w in want])
     assert truncated.sum() == 4  # each env of the failed batch restarts and reports it once
-    if first[0] == 2:
-        # Envs 2 and 3 (lane 0) raised; lane 1 stepped envs 4 and 5 before the batch failed,
-        # so the first results after the error differ in their rows (the calling thread's
-        # single call stepped none). All of them restart, and from there on all is equal.
-        got, want = got[1:], want[1:]
+    # Shared lanes cut the batch into two parts: the one with the bad action raised, the other
+    # stepped its envs before the batch failed, so the first results after the error differ in
+    # their rows (the calling thread's single call stepped none). All of them restart, and
+    # from there on all is equal.
+    got, want = got[1:], want[1:]
     assert got == want
 
 
@@ -178,7 +186,7 @@ def _interrupt_soon() -> threading.Timer:
 
 def test_a_wait_times_out_or_is_interrupted_and_the_envs_stay_in_flight():
     before = _lanes()
-    pool = _async_pool(Picky, 4, 2, 2)  # envs 0-1 on the caller's lane, 2-3 on a thread
+    pool = _async_pool(PickyLanes, 4, 2, 2)  # envs 0-1 on the caller's lane, 2-3 on a thread
     pool.async_reset()
     pool.recv()
     info = pool.recv()[-1]
@@ -198,7 +206,7 @@ def test_a_wait_times_out_or_is_interrupted_and_the_envs_stay_in_flight():
 
 
 def test_ctrl_c_in_the_callers_own_part_fails_that_batch_and_the_pool_goes_on():
-    with _async_pool(Picky, 4, 2, 2) as pool:
+    with _async_pool(PickyLanes, 4, 2, 2) as pool:
         pool.async_reset()
         info = pool.recv()[-1]
         pool.recv()  # nothing in flight now: the next recv steps envs 0-1 itself, whatever the timing
@@ -211,6 +219,33 @@ def test_ctrl_c_in_the_callers_own_part_fails_that_batch_and_the_pool_goes_on():
             pool.recv()  # the interrupted batch failed: its envs restart
         obs, rew, term, trunc, info = pool.recv()
         assert info["env_id"].tolist() == [0, 1] and trunc[0]  # env 0 reset after the fault
+
+
+def test_shared_a_wait_with_a_timeout_only_waits_and_ctrl_c_in_a_part_it_took_fails_that_batch():
+    """Shared lanes: the waiting caller steps parts no thread took, except in a recv with a
+    timeout, which only waits (so it can time out); Ctrl-C inside such a part fails its batch
+    as an error would, and the pool goes on."""
+    before = _lanes()
+    pool = _async_pool(Picky, 4, 2, 2)
+    assert pool._exec._lanes.shared
+    pool.async_reset()
+    pool.recv()
+    info = pool.recv()[-1]  # nothing in flight now
+    sent = info["env_id"]
+    pool.send(np.full((2, 6), 0.25, np.float32), sent)  # two parts of one env, each sleeps 0.5 s
+    with pytest.raises(WaitTimeout):
+        pool.recv(timeout=0.01)  # the thread sleeps in one part, the other waits in the queue
+    timer = _interrupt_soon()
+    with pytest.raises(KeyboardInterrupt):
+        pool.recv()  # the caller takes the waiting part and sleeps in it
+    timer.join()
+    with pytest.raises(EnvStepError, match=f"environment {sent[0]} raised during step"):
+        pool.recv()  # the interrupted batch failed: its envs restart
+    obs, rew, term, trunc, info = pool.recv()
+    assert sorted(info["env_id"].tolist()) == sorted(sent.tolist())
+    assert trunc[info["env_id"] == sent[0]].all()  # the error's env reset after the fault (the other on its next step)
+    pool.close()
+    assert _lanes() == before
 
 
 def test_a_forked_child_is_told_to_make_its_own_pool():

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 mujoco = pytest.importorskip("mujoco", reason="the native MuJoCo families need mujoco: pip install 'seedpool[mujoco]'")
-pytest.importorskip("mujoco.batch", reason="the native MuJoCo families need mujoco >= 3.17 (mujoco.batch)")
 
 import seedpool  # noqa: E402
 from seedpool.envs.native import check_native_env  # noqa: E402
@@ -41,7 +40,7 @@ def test_same_step_autoreset_matches():
 
 
 def test_batch_threads_give_the_same_episodes():
-    """The envs split over threads (mujoco_sim.ShardedSim): the same results as on one
+    """The envs split over threads (mujoco_sim.RowThreads): the same results as on one
     (tests/test_native_mujoco_split.py compares them byte for byte)."""
     assert check_native_env("HalfCheetah-v5", num_envs=5, steps=100, seed=2, atol=0.0, threads=2).steps == 100
 
@@ -58,12 +57,12 @@ def test_rows_in_any_order_step_the_envs_they_name(family):
         fam.reset(ids, None)
     actions = np.random.default_rng(0).uniform(-1, 1, (5, ordered.model.nu)).astype(np.float32)
     order = np.array([3, 0, 4, 1])
-    start = shuffled.sim.qpos[2].copy()
+    start = shuffled.sim.datas[2].qpos.copy()
     got = shuffled.step(order, actions[order])
     want = ordered.step(slice(None), actions)
     for k in range(3):
         np.testing.assert_array_equal(got[k], want[k][order])
-    np.testing.assert_array_equal(shuffled.sim.qpos[2], start)  # env 2, not named, was not stepped
+    np.testing.assert_array_equal(shuffled.sim.datas[2].qpos, start)  # env 2, not named, was not stepped
 
 
 def test_truncates_at_1000_and_resets_from_the_envs_generator():
@@ -95,9 +94,9 @@ def test_only_default_options_go_native():
         assert pool.backend != "native"
 
 
-@pytest.mark.parametrize("missing", [ImportError("no mujoco.batch"), gym.error.DependencyNotInstalled("no mujoco")])
+@pytest.mark.parametrize("missing", [ImportError("no libmujoco"), gym.error.DependencyNotInstalled("no mujoco")])
 def test_a_family_that_cannot_be_imported_leaves_the_python_path(monkeypatch, missing):
-    """mujoco without mujoco.batch (ImportError), or no mujoco (gymnasium's error on importing its
+    """mujoco without its C library (ImportError), or no mujoco (gymnasium's error on importing its
     MuJoCo envs): gymnasium's envs, whose own error names the extra; native=True says why not."""
 
     def family_class(task_id):

@@ -1,4 +1,4 @@
-"""The native MuJoCo families split over threads (mujoco_sim.ShardedSim, threads.SplitTimer):
+"""The native MuJoCo families split over threads (mujoco_sim.RowThreads, threads.SplitTimer):
 the same results as one thread, byte for byte, and no thread left behind."""
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ import threading
 import numpy as np
 import pytest
 
-pytest.importorskip("mujoco.batch", reason="the native MuJoCo families need mujoco >= 3.17 (mujoco.batch)")
+pytest.importorskip("mujoco", reason="the native MuJoCo families need mujoco: pip install 'seedpool[mujoco]'")
 
 import seedpool  # noqa: E402
 from seedpool.envs.native.mujoco_envs import HalfCheetah  # noqa: E402
-from seedpool.envs.native.mujoco_sim import ShardedSim  # noqa: E402
 from seedpool.envs.native.threads import ShardThreads, SplitTimer  # noqa: E402
 
 
@@ -31,9 +30,9 @@ def _play(task: str, threads: int | None, num_envs: int, batch: int, steps: int)
         assert pool.backend == "native"
         # Async pools of more than one thread step on background lanes (test_native_background.py).
         assert (pool._exec._lanes is not None) == (batch < num_envs and threads != 1)
-        sim = pool._exec.family.sim
-        if isinstance(sim, ShardedSim) and sim.timer is not None:  # auto: split and not, call after call
-            sim.timer = SplitTimer(window=0.0, windows=10**6)
+        split = pool._exec.family.row_threads
+        if split is not None and split.timer is not None:  # auto: split and not, call after call
+            split.timer = SplitTimer(window=0.0, windows=10**6)
         nu = pool.single_action_space.shape[0]
         pool.async_reset()
         for _ in range(steps):
@@ -41,16 +40,17 @@ def _play(task: str, threads: int | None, num_envs: int, batch: int, steps: int)
             out += [a.tobytes() for a in (obs, rew, term, trunc, info["env_id"], info["elapsed_step"])]
             ids = info["env_id"][rng.permutation(batch)]
             pool.send(rng.uniform(-1, 1, (batch, nu)).astype(np.float32), ids)
-        choices = list(sim.timer.choices) if isinstance(sim, ShardedSim) and sim.timer is not None else []
+        choices = list(split.timer.choices) if split is not None and split.timer is not None else []
     return out, choices
 
 
 @pytest.mark.parametrize("task,steps", [("Hopper-v5", 150), ("Ant-v5", 40)])
 @pytest.mark.parametrize("batch", [8, 4])  # sync: split over threads; async: background lanes
 def test_split_steps_give_the_unsplit_results_byte_for_byte(task, steps, batch):
-    """Hopper ends episodes often (resets go through the shards too); Ant is the SerialSim."""
+    """Hopper ends episodes often (the resets after a split step too); Ant calls
+    mj_rnePostConstraint as well."""
     want, _ = _play(task, 1, num_envs=8, batch=batch, steps=steps)
-    for threads in (2, 3):  # 3: shards of 3, 3 and 2 envs, parts of uneven size
+    for threads in (2, 3):  # 3: parts of uneven size
         got, _ = _play(task, threads, num_envs=8, batch=batch, steps=steps)
         assert got == want, f"threads={threads}"
     got, choices = _play(task, None, num_envs=8, batch=batch, steps=steps)  # auto
@@ -82,36 +82,36 @@ def test_close_stops_the_helper_threads_and_a_dropped_family_does_too():
     assert _helpers() == before
 
 
-def test_a_strided_run_of_one_shards_envs_steps_as_the_same_envs_as_an_index_array():
-    """Interleaved shards (env i in shard i % k): a slice with step k is one shard's run, stepped
-    through views of its rows; the results are those of the same envs given as an index array."""
+def test_a_strided_run_steps_the_same_envs_as_an_index_array():
+    """A slice with a step (the engine's rows for some batches) and the same envs as an index
+    array, split over threads: the same results, and the same envs stepped."""
     strided, indexed = HalfCheetah(8, threads=2), HalfCheetah(8, threads=2)
     try:
         for family in (strided, indexed):
             for i in range(8):
                 family.seed(i, 100 + i)
             family.reset(np.arange(8), None)
-        parts = strided.sim._parts(slice(1, 8, 2))
-        assert [(s, type(local)) for s, _, local, _ in parts] == [(1, slice)]  # shard 1's rows, as views
         rng = np.random.default_rng(5)
         for t in range(20):
-            lo = 1 if t % 2 else 3  # a run from the shard's first row, and one from its second
+            lo = 1 if t % 2 else 3
             envs = np.arange(lo, 8, 2)
             actions = rng.uniform(-1, 1, (len(envs), 6)).astype(np.float32)
             got = strided.step(slice(lo, 8, 2), actions)
             want = indexed.step(envs, actions)
             for a, b in zip(got, want):
                 np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(strided.sim.qpos, indexed.sim.qpos)
+        for a, b in zip(strided.sim.datas, indexed.sim.datas):
+            np.testing.assert_array_equal(a.qpos, b.qpos)
+        assert strided.sim.datas[0].time == 0.0 and strided.sim.datas[1].time > 0.0  # env 0 never named
     finally:
         strided.close()
         indexed.close()
 
 
-def test_threads_option_is_checked_and_one_thread_has_no_shards():
+def test_threads_option_is_checked_and_one_thread_has_no_helpers():
     with pytest.raises(ValueError, match="threads must be a positive int"):
         HalfCheetah(4, threads=0)
-    assert not isinstance(HalfCheetah(4, threads=1).sim, ShardedSim)
+    assert HalfCheetah(4, threads=1).row_threads is None
     family = HalfCheetah(4, threads=8)  # at most one thread per env
     assert family.threads == 4
     family.close()

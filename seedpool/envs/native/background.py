@@ -10,6 +10,14 @@ lanes, the caller steps one batch while the thread steps the other: both cores a
 in EnvPool's async mode. (Lane 0 on a thread of its own as well measured slower on this
 2-core machine: three threads took turns on two cores, docs/engine.md.)
 
+Shared lanes (`NativeEnv.background_shared`, the MuJoCo families): any thread may step any
+env, so a batch is cut into one contiguous part per thread and every part goes into one
+queue that the threads and the waiting caller all take from, oldest first. While the caller
+turns a batch around (its policy, `send`, `recv`'s copies), the thread takes the parts of the
+batches in flight, the caller's share included, instead of waiting for the caller: EnvPool's
+way, whose threads take single envs from one queue. An env is never in two parts at once
+(the pool sends an env again only after `recv` returned it), so its steps keep their order.
+
 A family opts in with `NativeEnv.background_lanes()`: each env's lane, lanes whose calls may
 run at once because they touch disjoint state (the MuJoCo families' shards: a Batch or
 MjDatas of their own, stepped without the GIL; they hold blocks of envs, so that a batch of
@@ -64,15 +72,20 @@ class Job:
 class BackgroundLanes:
     """Lane k steps the envs i with lane_of[i] == k of every submitted batch, in order: lane 0
     is the calling thread (in `wait`), every other lane a thread of its own that starts at
-    once; `wait` hands finished batches back oldest first."""
+    once; `wait` hands finished batches back oldest first. `shared`: the lanes are only a
+    count of threads: a batch's parts go to one queue, stepped by whichever thread is free
+    (the caller while it waits)."""
 
-    def __init__(self, run: RunPart, lane_of: np.ndarray):
+    def __init__(self, run: RunPart, lane_of: np.ndarray, shared: bool = False):
         self.lane_of = np.asarray(lane_of, np.int64)
         self.num_envs, self.lanes = len(lane_of), int(self.lane_of.max()) + 1
+        self.shared = shared
         lanes = self.lanes
         self.jobs: collections.deque[Job] = collections.deque()  # submitted, not yet collected
         self.ready: list[int] = []  # finished envs collected but not yet returned
-        self._queues: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(lanes)]
+        # shared: one queue that every thread takes parts from, the caller too (in `wait`)
+        self._queues: list[queue.SimpleQueue] = [queue.SimpleQueue()] * lanes if shared else \
+            [queue.SimpleQueue() for _ in range(lanes)]
         self._inline: collections.deque[Part] = collections.deque()  # lane 0's parts not yet run
         self._scratch = np.empty(self.num_envs, np.int64)  # lane 0's
         self._run = run
@@ -90,7 +103,7 @@ class BackgroundLanes:
         """Start stepping (op) the envs `ids` on their lanes now."""
         self._check()
         parts = []
-        for rows, lane in self._split(ids):
+        for rows, lane in (self._chunks(ids) if self.shared else self._split(ids)):
             part = Part(op, rows)
             parts.append(part)
             if lane:
@@ -104,7 +117,8 @@ class BackgroundLanes:
         """The next `n` finished envs, oldest batch first (lane 0's parts stepped here). A
         batch whose step raised is handed to `fault`, whose error is raised; its other envs
         come back from later waits. With `timeout` (seconds), WaitTimeout when envs are still
-        stepping on the threads (they stay in flight); lane 0's parts cannot time out."""
+        stepping on the threads (they stay in flight); lane 0's parts cannot time out. Shared,
+        the caller steps parts no thread took yet while it waits, unless there is a timeout."""
         self._check()
         deadline = None if timeout is None else time.monotonic() + timeout
         ready = self.ready
@@ -117,6 +131,12 @@ class BackgroundLanes:
                     if self._inline:  # lane 0's parts, oldest first (newer ones while the others step)
                         self._run_inline(self._inline.popleft())
                         continue
+                    if self.shared and deadline is None:  # a part no thread took yet, oldest first
+                        try:
+                            self._run_inline(self._queues[0].get_nowait())
+                            continue
+                        except queue.Empty:
+                            pass
                     left = -1 if deadline is None else max(deadline - time.monotonic(), 0.0)
                     if not part.done.acquire(timeout=left) and not part.finished:
                         raise WaitTimeout(f"{n - len(ready)} envs did not finish in time")
@@ -166,6 +186,13 @@ class BackgroundLanes:
         if os.getpid() != self._pid:
             raise RuntimeError("an async native pool's background threads do not survive fork(): "
                                "make the pool in the process that steps it")
+
+    def _chunks(self, ids: list[int]) -> list[tuple[Rows, int]]:
+        """Shared: `ids` in one contiguous chunk per thread (the caller's included), all for
+        the shared queue (lane 1)."""
+        n, k = len(ids), min(self.lanes, len(ids))
+        cut = [n * j // k for j in range(k + 1)]
+        return [(select_rows(ids[cut[j]:cut[j + 1]], self.num_envs), 1) for j in range(k)]
 
     def _split(self, ids: list[int]) -> list[tuple[Rows, int]]:
         """Each lane's envs of `ids` (lanes without any left out): the rows to step (a slice

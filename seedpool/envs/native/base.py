@@ -119,6 +119,10 @@ class NativeEnv:
         first reset: a family may arrange its envs for it."""
         return None
 
+    # With `background_lanes`: True when any thread may step any env (no state shared between
+    # envs, none tied to a thread): a batch's parts then go to whichever lane is free.
+    background_shared: bool = False
+
     def own_threads(self) -> tuple[int, str] | None:
         """The threads the family splits its own `step` over, and why (what `pool.num_workers`
         and `pool.layout_reason` report); None (the default): it has no split of its own, and

@@ -150,3 +150,13 @@ def clear_rows(rows, after_fault, reward, terminated, truncated, elapsed_step, e
             cleared += 1
         needs_reset[i] = after_fault
     return cleared
+
+
+@njit(cache=True, nogil=True)
+def started_rows(rows, keep_row, out_reward, out_terminated, out_truncated, elapsed_step, episode_return, elapsed,
+                 returns, needs_reset):  # pragma: no cover - compiled
+    """`started` for envs `rows` (just reset), `keep_row[k]` for env rows[k]: for a family
+    whose fused step leaves its resets to Python (their draws are NumPy's)."""
+    for k in range(rows.size):
+        started(rows[k], keep_row[k], out_reward, out_terminated, out_truncated, elapsed_step, episode_return,
+                elapsed, returns, needs_reset)

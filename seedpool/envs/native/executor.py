@@ -67,7 +67,8 @@ class NativeExecutor:
         self._threads = ShardThreads(cfg.num_workers) if cfg.num_workers > 1 and self.family.own_threads() is None \
             else None
         # An async pool's batches stepped in the background as soon as they are submitted.
-        self._lanes = BackgroundLanes(self._run_part, cfg.background) if cfg.background is not None else None
+        self._lanes = BackgroundLanes(self._run_part, cfg.background, self.family.background_shared) \
+            if cfg.background is not None else None
         # Checks and copies flat action batches for the pool's send and for step_whole (None: nested).
         self.action_writer = ActionWriter(spec.action_space, buffers.action) \
             if isinstance(buffers.action, np.ndarray) else None

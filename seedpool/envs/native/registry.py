@@ -26,7 +26,7 @@ _NATIVE: dict[str, str] = {
     "MountainCarContinuous-v0": "seedpool.envs.native.classic:MountainCarContinuous",
     "Pendulum-v1": "seedpool.envs.native.classic:Pendulum",
     "Acrobot-v1": "seedpool.envs.native.acrobot:Acrobot",
-    # Need mujoco >= 3.17 (mujoco.batch); without it these ids take the Python-env path.
+    # Need mujoco (its libmujoco, called from compiled code); without it these ids take the Python-env path.
     "HalfCheetah-v5": "seedpool.envs.native.mujoco_envs:HalfCheetah",
     "Hopper-v5": "seedpool.envs.native.mujoco_envs:Hopper",
     "Walker2d-v5": "seedpool.envs.native.mujoco_envs:Walker2d",
@@ -85,7 +85,7 @@ def native_spec(task: Any, native: bool | None, backend: str, num_envs: int, max
     try:
         cls = family_class(task)
     except (ImportError, gym.error.DependencyNotInstalled) as err:  # a package the family needs is missing
-        # (mujoco, or a mujoco without mujoco.batch, for the MuJoCo families): gymnasium's envs, or their error
+        # (mujoco, or a mujoco without its C library, for the MuJoCo families): gymnasium's envs, or their error
         if native:
             raise ValueError(f"native=True, but {task}'s native family cannot be imported: {err}") from err
         return None

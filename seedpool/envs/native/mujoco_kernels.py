@@ -1,0 +1,255 @@
+"""The compiled step of the native MuJoCo families: for each env of a batch, its controls,
+MuJoCo's `mj_step` (the task's frame skip; Ant also `mj_rnePostConstraint`), its observation,
+reward and termination, and the engine's bookkeeping, in one numba call without the GIL.
+
+MuJoCo's C functions are called from numba through their addresses in the `libmujoco` that
+the `mujoco` package loaded (`c_functions`), on each env's own `MjData` (its address and
+those of the fields read here, one row per env: `DATA`, `QPOS`, ...), so the physics is the
+calls gymnasium makes, on the same model and data, byte for byte. Observations and rewards
+follow gymnasium's `*_v5.py` expression for expression, in its precisions: the control cost
+in float32 (from the float32 action, summed in NumPy's pairwise order), everything else in
+float64 (tests/test_native_mujoco.py compares with no tolerance).
+
+One kernel serves the four families (`kind`), their constants in a float64 vector (`p`,
+indexed by the names below). A fatal MuJoCo error inside `mj_step` (`mju_error`, e.g. its
+arena exhausted) cannot become a Python exception from here: the gymnasium tasks stepped
+here do not raise one with their default models.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numpy as np
+from numba import carray, njit, types
+from numba.extending import intrinsic
+
+from seedpool.envs.native import bookkeeping
+
+# The families, as the kernel tells them apart.
+HALF_CHEETAH, HOPPER, WALKER2D, ANT = 0, 1, 2, 3
+# Entries of a family's constants `p`.
+(FORWARD, CTRL_COST, HEALTHY_REWARD, TERMINATE, Z_LO, Z_HI, ANGLE_LO, ANGLE_HI, STATE_LO, STATE_HI,
+ CONTACT_COST, FORCE_LO, FORCE_HI, DT, MAIN_BODY, PARAMS) = range(16)
+# Columns of the address table (a row per env): its MjData and the arrays read or written here.
+DATA, QPOS, QVEL, CTRL, XPOS, CFRC_EXT, ADDRESSES = range(7)
+# Entries of `fns`: the addresses of MuJoCo's functions.
+MJ_STEP, MJ_RNE_POST_CONSTRAINT = 0, 1
+
+_LIBRARY: list[ctypes.CDLL] = []  # kept loaded while the addresses are in use
+
+
+def c_functions() -> np.ndarray:
+    """The addresses of `mj_step` and `mj_rnePostConstraint` (uint64, indexed by `MJ_STEP`, ...)
+    in the libmujoco of the `mujoco` package; ImportError where there is none to load."""
+    import mujoco
+
+    if not hasattr(mujoco.MjData, "_address"):
+        raise ImportError(f"the native MuJoCo families need MjData._address, which mujoco {mujoco.__version__} lacks")
+    if not _LIBRARY:
+        folder = os.path.dirname(mujoco.__file__)
+        found = sorted(glob.glob(os.path.join(folder, "libmujoco.so*")) + glob.glob(os.path.join(folder, "libmujoco*.dylib"))
+                       + glob.glob(os.path.join(folder, "mujoco.dll")))
+        if not found:
+            raise ImportError(f"the native MuJoCo families call MuJoCo's C library, and mujoco {mujoco.__version__} "
+                              f"has none in {folder}")
+        _LIBRARY.append(ctypes.CDLL(found[0]))
+    lib = _LIBRARY[0]
+    return np.array([ctypes.cast(lib.mj_step, ctypes.c_void_p).value,
+                     ctypes.cast(lib.mj_rnePostConstraint, ctypes.c_void_p).value], np.uint64)
+
+
+def addresses(datas: list) -> np.ndarray:
+    """The address table of `datas` (one `MjData` per env): a uint64 row per env."""
+    table = np.zeros((len(datas), ADDRESSES), np.uint64)
+    for i, d in enumerate(datas):
+        table[i] = (d._address, d.qpos.ctypes.data, d.qvel.ctypes.data, d.ctrl.ctypes.data, d.xpos.ctypes.data,
+                    d.cfrc_ext.ctypes.data)
+    return table
+
+
+@intrinsic
+def _f64(typingctx, address):
+    """A float64 pointer to `address` (for `carray`)."""
+    sig = types.CPointer(types.float64)(types.uint64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.float64)))
+
+    return sig, codegen
+
+
+@intrinsic
+def _call(typingctx, fn, model, data):
+    """`fn(model, data)`, the C function at address `fn` taking (const mjModel*, mjData*)."""
+    sig = types.void(types.uint64, types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        import llvmlite.ir as ir
+
+        ptr = ir.IntType(8).as_pointer()
+        target = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [ptr, ptr]).as_pointer())
+        builder.call(target, [builder.inttoptr(args[1], ptr), builder.inttoptr(args[2], ptr)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pairwise_sum(x, n):  # pragma: no cover - compiled
+    """`np.sum(x[:n])` in NumPy's order and in x's precision: one running sum below 8 terms,
+    else 8 interleaved partial sums combined pairwise, then the rest (n <= 128)."""
+    if n < 8:
+        total = x[0] - x[0]
+        for j in range(n):
+            total += x[j]
+        return total
+    r0, r1, r2, r3, r4, r5, r6, r7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+    j = 8
+    while j < n - n % 8:
+        r0 += x[j]
+        r1 += x[j + 1]
+        r2 += x[j + 2]
+        r3 += x[j + 3]
+        r4 += x[j + 4]
+        r5 += x[j + 5]
+        r6 += x[j + 6]
+        r7 += x[j + 7]
+        j += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while j < n:
+        total += x[j]
+        j += 1
+    return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clip(v, lo, hi):  # pragma: no cover - compiled
+    """np.clip of one value (NaN stays NaN)."""
+    if v < lo:
+        return lo
+    if v > hi:
+        return hi
+    return v
+
+
+@njit(cache=True, nogil=True)
+def _observe(kind, p, a, nq, nv, nbody, out):  # pragma: no cover - compiled
+    """gymnasium's `_get_obs` (default options) of the env whose addresses are `a`, into `out`."""
+    qpos = carray(_f64(a[QPOS]), nq)
+    qvel = carray(_f64(a[QVEL]), nv)
+    skip = 2 if kind == ANT else 1  # the root's x (Ant: x and y) is left out
+    for j in range(nq - skip):
+        out[j] = qpos[j + skip]
+    at = nq - skip
+    if kind == HOPPER or kind == WALKER2D:
+        for j in range(nv):
+            out[at + j] = _clip(qvel[j], -10.0, 10.0)
+    else:
+        for j in range(nv):
+            out[at + j] = qvel[j]
+    if kind == ANT:  # the clipped contact forces of every body but the world
+        at += nv
+        forces = carray(_f64(a[CFRC_EXT]), nbody * 6)
+        for j in range(6, nbody * 6):
+            out[at + j - 6] = _clip(forces[j], p[FORCE_LO], p[FORCE_HI])
+
+
+@njit(cache=True, nogil=True)
+def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, frame_skip, act, out, squares, forces):  # pragma: no cover
+    """gymnasium's `step` of one env (addresses `a`) with action `act`: the physics, then its
+    observation into `out`; returns (reward, terminated). `squares` (float32, nu) and
+    `forces` (float64, Ant: nbody * 6) are scratch."""
+    qpos = carray(_f64(a[QPOS]), nq)
+    qvel = carray(_f64(a[QVEL]), nv)
+    xpos = carray(_f64(a[XPOS]), nbody * 3)
+    at = 3 * int(p[MAIN_BODY])  # Ant: its main body's x in xpos
+    before = xpos[at] if kind == ANT else qpos[0]
+    ctrl = carray(_f64(a[CTRL]), nu)
+    for j in range(nu):
+        ctrl[j] = act[j]
+    for _ in range(frame_skip):
+        _call(fns[MJ_STEP], model, a[DATA])
+    if kind == ANT:  # cfrc_ext, which its observation and reward read (gymnasium calls it for all)
+        _call(fns[MJ_RNE_POST_CONSTRAINT], model, a[DATA])
+    velocity = ((xpos[at] if kind == ANT else qpos[0]) - before) / p[DT]
+    for j in range(nu):
+        squares[j] = act[j] * act[j]
+    ctrl_cost = np.float32(p[CTRL_COST]) * _pairwise_sum(squares, nu)  # float32, as gymnasium's
+    _observe(kind, p, a, nq, nv, nbody, out)
+    if kind == HALF_CHEETAH:
+        return p[FORWARD] * velocity - ctrl_cost, False
+    if kind == ANT:
+        healthy = p[Z_LO] <= qpos[2] <= p[Z_HI]
+        for j in range(nq):
+            healthy = healthy and np.isfinite(qpos[j])
+        for j in range(nv):
+            healthy = healthy and np.isfinite(qvel[j])
+        cfrc = carray(_f64(a[CFRC_EXT]), nbody * 6)
+        for j in range(nbody * 6):
+            f = _clip(cfrc[j], p[FORCE_LO], p[FORCE_HI])
+            forces[j] = f * f
+        contact_cost = p[CONTACT_COST] * _pairwise_sum(forces, nbody * 6)
+        rewards = velocity * p[FORWARD] + (p[HEALTHY_REWARD] if healthy else 0.0)
+        return rewards - (ctrl_cost + contact_cost), not healthy and p[TERMINATE] != 0.0
+    # Hopper, Walker2d: healthy while z and the torso angle (Hopper: every other state too) stay in range
+    healthy = p[Z_LO] < qpos[1] < p[Z_HI] and p[ANGLE_LO] < qpos[2] < p[ANGLE_HI]
+    if kind == HOPPER:
+        for j in range(2, nq):
+            healthy = healthy and p[STATE_LO] < qpos[j] < p[STATE_HI]
+        for j in range(nv):
+            healthy = healthy and p[STATE_LO] < qvel[j] < p[STATE_HI]
+    rewards = p[FORWARD] * velocity + (p[HEALTHY_REWARD] if healthy else 0.0)
+    return rewards - ctrl_cost, not healthy and p[TERMINATE] != 0.0
+
+
+@njit(cache=True, nogil=True)
+def observe(kind, p, table, nq, nv, nbody, rows, out):  # pragma: no cover - compiled
+    """The observations of envs `rows` (after a reset), into `out`'s rows k."""
+    for k in range(rows.size):
+        _observe(kind, p, table[rows[k]], nq, nv, nbody, out[k])
+
+
+@njit(cache=True, nogil=True)
+def step_rows(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, reward,
+              terminated):  # pragma: no cover - compiled
+    """Step envs `rows` with `actions` (row k for env rows[k]); their results into row k of
+    `obs`, `reward` and `terminated` (the family's `step`)."""
+    squares = np.empty(nu, np.float32)
+    forces = np.empty(nbody * 6)
+    for k in range(rows.size):
+        r, term = _step_env(kind, p, fns, model, table[rows[k]], nq, nv, nu, nbody, frame_skip, actions[k], obs[k],
+                            squares, forces)
+        reward[k] = r
+        terminated[k] = term
+
+
+@njit(cache=True, nogil=True)
+def step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs, pending,
+               reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
+               mode):  # pragma: no cover - compiled
+    """Step envs `rows` with their rows of the pool's `actions`, writing their rows of `obs`
+    and the engine's bookkeeping (the arguments from `reward` on are a `Book`'s fields). The
+    envs to reset (marked `needs_reset`, not stepped; or, same_step autoreset, ended now, their
+    final observation copied) go into `pending`: their number is returned, the caller resets
+    them (a reset draws from the env's NumPy generator)."""
+    squares = np.empty(nu, np.float32)
+    forces = np.empty(nbody * 6)
+    n_pending = 0
+    for k in range(rows.size):
+        i = rows[k]
+        if needs_reset[i]:
+            pending[n_pending] = i
+            n_pending += 1
+            continue
+        r, term = _step_env(kind, p, fns, model, table[i], nq, nv, nu, nbody, frame_skip, actions[i], obs[i],
+                            squares, forces)
+        if bookkeeping.end_step(i, r, term, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                returns, needs_reset, limit, mode):  # same_step autoreset
+            for j in range(obs.shape[1]):
+                final_obs[i, j] = obs[i, j]
+            pending[n_pending] = i
+            n_pending += 1
+    return n_pending
