@@ -19,13 +19,12 @@ way, whose threads take single envs from one queue. An env is never in two parts
 (the pool sends an env again only after `recv` returned it), so its steps keep their order.
 
 A family opts in with `NativeEnv.background_lanes()`: each env's lane, lanes whose calls may
-run at once because they touch disjoint state (the MuJoCo families' shards: a Batch or
-MjDatas of their own, stepped without the GIL; they hold blocks of envs, so that a batch of
-contiguous envs is one lane's call). Each lane runs its parts of the batches in submission
-order, so an env's steps keep their order and no two threads ever touch the same env, shard
-or scratch buffer. A batch is finished when all of its parts are; batches come back in
-submission order, so the same seeds and actions give the same batches and results as
-stepping them all in the calling thread.
+run at once because they touch disjoint state and release the GIL for most of their time
+(blocks of envs, so that a batch of contiguous envs is one lane's call). Each lane runs its
+parts of the batches in submission order, so an env's steps keep their order and no two
+threads ever touch the same env or scratch buffer (each thread has its own). A batch is
+finished when all of its parts are; batches come back in submission order, so the same seeds
+and actions give the same batches and results as stepping them all in the calling thread.
 """
 
 from __future__ import annotations

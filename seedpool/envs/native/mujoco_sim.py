@@ -79,15 +79,18 @@ class RowThreads:
         self._threads: ShardThreads | None = None
         self._finalizer: Any = None
         self._pid = os.getpid()  # the process the helper threads run in
+        self._parts: dict[int, list[slice]] = {}  # the parts of n rows
 
     def run(self, fn: Callable[[slice], Any], n: int) -> list[Any]:
         """`fn`'s results, one per part (in row order)."""
         split = n >= 2 and (self.split if self.timer is None else self.timer.choose(n))
         if not split:
             return [fn(slice(0, n))]
-        k = min(self.k, n)
-        bounds = np.linspace(0, n, k + 1).astype(np.int64).tolist()
-        parts = [slice(bounds[j], bounds[j + 1]) for j in range(k)]
+        parts = self._parts.get(n)
+        if parts is None:  # the same few batch sizes come back every call: cut each once
+            k = min(self.k, n)
+            parts = self._parts[n] = [slice(n * j // k, n * (j + 1) // k) for j in range(k)]
+        k = len(parts)
         results: list[Any] = [None] * k
 
         def part(j: int) -> None:
