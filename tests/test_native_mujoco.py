@@ -107,3 +107,31 @@ def test_a_family_that_cannot_be_imported_leaves_the_python_path(monkeypatch, mi
         assert pool.backend != "native"
     with pytest.raises(ValueError, match="cannot be imported"):
         seedpool.make("Hopper-v5", num_envs=2, native=True)
+
+
+@pytest.mark.parametrize("dtype,n", [(np.float32, 3), (np.float32, 6), (np.float32, 8), (np.float32, 17),
+                                     (np.float64, 84), (np.float64, 128)])
+def test_the_kernels_sum_in_numpys_order_and_precision(dtype, n):
+    """The control cost (float32, nu terms) and Ant's contact cost (float64, 84 terms) are sums
+    that gymnasium takes with np.sum: pairwise, so a plain running sum differs in the last bit
+    for some rows. The kernels' sum must equal NumPy's on every row."""
+    from seedpool.envs.native.mujoco_kernels import _pairwise_sum
+
+    rng = np.random.default_rng(n)
+    rows = np.square(rng.uniform(-1, 1, (3000, n)).astype(dtype) * dtype(rng.uniform(1, 300)))
+    want = np.sum(rows, axis=1)
+    got = np.array([_pairwise_sum(row, n) for row in rows], dtype)
+    np.testing.assert_array_equal(got, want)
+    running = np.array([sum(row[1:], row[0]) for row in rows[:, :]], dtype)  # a plain running sum
+    assert n < 8 or (running != want).any()  # the test can tell the orders apart
+
+
+def test_the_kernels_need_mujocos_c_library(monkeypatch):
+    """Without it (or without MjData._address) the family cannot be imported, which leaves the
+    ids on the Python-env path (test above)."""
+    from seedpool.envs.native import mujoco_kernels
+
+    monkeypatch.setattr(mujoco_kernels, "_LIBRARY", [])
+    monkeypatch.setattr(mujoco_kernels.glob, "glob", lambda pattern: [])
+    with pytest.raises(ImportError, match="C library|has none"):
+        mujoco_kernels.c_functions()
