@@ -3,7 +3,8 @@
 The pool's general path checks actions with NumPy (`validate.actions`: two reductions for a
 Discrete batch) and then copies them into its buffer, several calls from Python whose fixed
 costs are a sizeable share of a native pool's whole step. Here a Discrete batch is range-checked and
-copied by one compiled loop; a Box batch of the buffer's row shape goes to `validate.actions`.
+copied by one compiled loop, a float Box batch of the buffer's dtype checked (finite) and copied
+by another; any other Box batch of the buffer's row shape goes to `validate.actions`.
 Anything else (another type, shape or dtype, an action out of range) is left to the general
 path, so the errors are its own.
 """
@@ -35,6 +36,21 @@ def _copy_in_range(a, out, rows, lo, hi):  # pragma: no cover - compiled
     return True
 
 
+@njit(cache=True, nogil=True)
+def _copy_finite(a, out, rows):  # pragma: no cover - compiled
+    """out[rows[k]] = a[k] (every row for `rows` empty), rows of floats, if every value is
+    finite; False, with nothing written, otherwise."""
+    for k in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if not np.isfinite(a[k, j]):
+                return False
+    for k in range(a.shape[0]):
+        i = rows[k] if rows.size else k
+        for j in range(a.shape[1]):
+            out[i, j] = a[k, j]
+    return True
+
+
 _EVERY_ROW = np.zeros(0, np.int64)
 
 
@@ -46,6 +62,9 @@ class ActionWriter:
         self.buffer = buffer
         discrete = type(space) is gym.spaces.Discrete and buffer.ndim == 1 and buffer.dtype.kind in "iu"
         self._bounds = (int(space.start), int(space.start + space.n)) if discrete else None
+        # A float Box: its rows checked (finite) and copied by one compiled loop, on 2-D views.
+        self._rows_2d = buffer.reshape(len(buffer), -1) if type(space) is gym.spaces.Box and \
+            buffer.dtype.kind == "f" and buffer.ndim >= 2 else None
 
     def write(self, action: Any, ids: np.ndarray | None = None) -> bool:
         """Check `action` and copy it into the buffer's rows `ids` (int64; None: every row)
@@ -59,6 +78,9 @@ class ActionWriter:
             # The buffer's dtype only: numba compiles the loop once per dtype pair (seconds).
             return action.dtype == self.buffer.dtype and _copy_in_range(
                 action, self.buffer, _EVERY_ROW if ids is None else ids, *self._bounds)
+        if self._rows_2d is not None and action.dtype == self.buffer.dtype and action.flags.c_contiguous and \
+                _copy_finite(action.reshape(n, -1), self._rows_2d, _EVERY_ROW if ids is None else ids):
+            return True
         checked = validate.actions(self.space, action, n)  # its errors are the pool's
         if ids is None:
             self.buffer[...] = checked

@@ -88,7 +88,7 @@ class BackgroundLanes:
         self._inline: collections.deque[Part] = collections.deque()  # lane 0's parts not yet run
         self._scratch = np.empty(self.num_envs, np.int64)  # lane 0's
         self._run = run
-        self._runs: dict[tuple[int, int], list[tuple[Rows, int]]] = {}  # lane slices of contiguous runs
+        self._runs: dict[tuple[int, int], list[tuple[Rows, int]]] = {}  # parts of contiguous runs (lo, hi)
         self._pid = os.getpid()
         self._threads: list[threading.Thread] | None = []
         for k in range(1, lanes):
@@ -189,9 +189,16 @@ class BackgroundLanes:
     def _chunks(self, ids: list[int]) -> list[tuple[Rows, int]]:
         """Shared: `ids` in one contiguous chunk per thread (the caller's included), all for
         the shared queue (lane 1)."""
-        n, k = len(ids), min(self.lanes, len(ids))
+        n, lo = len(ids), min(ids)
+        contiguous = max(ids) - lo == n - 1  # distinct ids (the pool checks) spanning n rows
+        if contiguous and (lo, lo + n - 1) in self._runs:  # the same few runs come back every step
+            return self._runs[(lo, lo + n - 1)]
+        k = min(self.lanes, n)
         cut = [n * j // k for j in range(k + 1)]
-        return [(select_rows(ids[cut[j]:cut[j + 1]], self.num_envs), 1) for j in range(k)]
+        chunks = [(select_rows(ids[cut[j]:cut[j + 1]], self.num_envs), 1) for j in range(k)]
+        if contiguous:
+            self._runs[(lo, lo + n - 1)] = chunks
+        return chunks
 
     def _split(self, ids: list[int]) -> list[tuple[Rows, int]]:
         """Each lane's envs of `ids` (lanes without any left out): the rows to step (a slice
