@@ -119,6 +119,8 @@ def test_the_kernels_sum_in_numpys_order_and_precision(dtype, n):
 
     rng = np.random.default_rng(n)
     rows = np.square(rng.uniform(-1, 1, (3000, n)).astype(dtype) * dtype(rng.uniform(1, 300)))
+    rows[0, 0] = np.inf  # a square that overflowed (an action of 1e20 is finite, its float32 square not)
+    rows[1, :] = 0.0
     want = np.sum(rows, axis=1)
     got = np.array([_pairwise_sum(row, n) for row in rows], dtype)
     np.testing.assert_array_equal(got, want)

@@ -101,9 +101,9 @@ def _call(typingctx, fn, model, data):
 def _pairwise_sum(x, n):  # pragma: no cover - compiled
     """`np.sum(x[:n])` in NumPy's order and in x's precision: one running sum below 8 terms,
     else 8 interleaved partial sums combined pairwise, then the rest (n <= 128)."""
-    if n < 8:
-        total = x[0] - x[0]
-        for j in range(n):
+    if n < 8:  # NumPy adds the terms to -0.0, which leaves the first term as it is (n >= 1 here)
+        total = x[0]
+        for j in range(1, n):
             total += x[j]
         return total
     r0, r1, r2, r3, r4, r5, r6, r7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
