@@ -78,6 +78,10 @@ class MujocoFamily(NativeEnv):
         p[kernels.FORWARD] = ref._forward_reward_weight
         p[kernels.CTRL_COST] = ref._ctrl_cost_weight
         p[kernels.DT] = self.dt
+        if hasattr(ref, "_healthy_reward"):  # every task here but HalfCheetah
+            p[kernels.HEALTHY_REWARD] = ref._healthy_reward
+            p[kernels.TERMINATE] = ref._terminate_when_unhealthy
+            p[kernels.Z_LO], p[kernels.Z_HI] = ref._healthy_z_range
         return p
 
     def state_names(self) -> frozenset[str]:
@@ -110,12 +114,12 @@ class MujocoFamily(NativeEnv):
         self._on_lanes = True
         sizes = [len(range(s, self.num_envs, k)) for s in range(k)]
         lanes = np.repeat(np.arange(k), sizes)
-        b = np.concatenate(([0], np.cumsum(sizes))).tolist()
-        blocks = ", ".join(f"{b[j]}-{b[j + 1] - 1}" for j in range(k)) if k <= 4 else f"{k} blocks"
         why = "one per usable core" if self._threads_option is None else f"threads={self._threads_option}"
         if self.background_shared:
             return lanes, (f"async: {k} threads ({why}), the caller's in recv and {k - 1} in the background, "
                            "each taking the next part of the batches sent")
+        b = np.concatenate(([0], np.cumsum(sizes))).tolist()
+        blocks = ", ".join(f"{b[j]}-{b[j + 1] - 1}" for j in range(k)) if k <= 4 else f"{k} blocks"
         return lanes, (f"async: {k} threads ({why}), each stepping the batches of its block of envs "
                        f"({blocks}): the caller's in recv, {k - 1} in the background as soon as they are sent")
 
@@ -199,11 +203,8 @@ class _Hopping(MujocoFamily):
     reward while healthy, termination when not (strictly inside gymnasium's ranges)."""
 
     def params(self) -> np.ndarray:
-        ref, p = self.reference, super().params()
-        p[kernels.HEALTHY_REWARD] = ref._healthy_reward
-        p[kernels.TERMINATE] = ref._terminate_when_unhealthy
-        p[kernels.Z_LO], p[kernels.Z_HI] = ref._healthy_z_range
-        p[kernels.ANGLE_LO], p[kernels.ANGLE_HI] = ref._healthy_angle_range
+        p = super().params()
+        p[kernels.ANGLE_LO], p[kernels.ANGLE_HI] = self.reference._healthy_angle_range
         return p
 
 
@@ -237,9 +238,6 @@ class Ant(MujocoFamily):
 
     def params(self) -> np.ndarray:
         ref, p = self.reference, super().params()
-        p[kernels.HEALTHY_REWARD] = ref._healthy_reward
-        p[kernels.TERMINATE] = ref._terminate_when_unhealthy
-        p[kernels.Z_LO], p[kernels.Z_HI] = ref._healthy_z_range
         p[kernels.CONTACT_COST] = ref._contact_cost_weight
         p[kernels.FORCE_LO], p[kernels.FORCE_HI] = ref._contact_force_range
         p[kernels.MAIN_BODY] = ref._main_body
