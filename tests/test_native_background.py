@@ -16,6 +16,7 @@ pytest.importorskip("mujoco", reason="the native MuJoCo families need mujoco: pi
 
 import seedpool  # noqa: E402
 from seedpool.envs.errors import EnvStepError, WaitTimeout  # noqa: E402
+from seedpool.envs.native import part_ring  # noqa: E402
 from seedpool.envs.native.mujoco_envs import HalfCheetah  # noqa: E402
 
 
@@ -97,13 +98,17 @@ def test_shared_lanes_cut_a_batch_into_a_part_per_thread_and_say_so():
     with _async_pool("HalfCheetah-v5", 16, 8, None) as pool:
         lanes = pool._exec._lanes
         assert lanes.shared and lanes.lanes == 2
+        pool.async_reset()
+        for _ in range(4):  # steps go to the compiled ring (resets to the queue), a part per thread
+            pool.send(np.zeros((8, 6), np.float32), pool.recv()[-1]["env_id"])
+        assert lanes.ring is not None and lanes.ring.ctl[part_ring.POSTED] == 4 * 2
         assert lanes._chunks(list(range(8))) == [(slice(0, 4), 1), (slice(4, 8), 1)]  # one queue for all
         assert [type(rows) for rows, _ in lanes._chunks([9, 3, 5, 1])] == [np.ndarray, np.ndarray]
         assert pool.num_workers == 2 and "1 in the background" in pool.layout_reason
         assert "each taking the next part" in repr(pool)
     with _async_pool(PickyLanes, 16, 8, None) as pool:  # a family that is not shared: blocks of envs
         lanes = pool._exec._lanes
-        assert not lanes.shared
+        assert not lanes.shared and lanes.ring is None
         assert lanes._split(list(range(8))) == [(slice(0, 8), 0)]  # a batch is one lane's call
         assert [lane for _, lane in lanes._split([7, 8])] == [0, 1]
         assert "block of envs (0-7, 8-15)" in repr(pool)
@@ -120,6 +125,41 @@ class Picky(HalfCheetah):
         if (actions[:, 0] == 0.25).any():
             time.sleep(0.5)
         return super().step(ids, actions)
+
+
+class ResetRefuses(HalfCheetah):
+    """Raises in the reset of env 1 once `refuse` is set."""
+
+    refuse = False
+
+    def reset(self, ids, options):
+        if self.refuse and 1 in ids.tolist():
+            raise ValueError("no second start for env 1")
+        return super().reset(ids, options)
+
+
+def test_an_error_in_the_resets_a_ring_part_left_fails_its_batch_and_the_pool_goes_on():
+    """The fused step leaves the envs to reset to Python (`finish`, in the waiting caller): a
+    reset that raises fails the whole batch as a step's error would; its envs restart."""
+    with _async_pool(ResetRefuses, 4, 2, 2, max_episode_steps=2) as pool:
+        assert pool._exec._lanes.ring is not None
+        pool.async_reset()
+        first = pool.recv()[-1]["env_id"]
+        pool.send(np.zeros((2, 6), np.float32), first)
+        for _ in range(3):  # every env steps twice: truncated, to be reset on its next step
+            ids = pool.recv()[-1]["env_id"]
+            pool.send(np.zeros((2, 6), np.float32), ids)
+        pool._exec.family.refuse = True
+        results = []
+        with pytest.raises(EnvStepError, match="no second start for env 1") as caught:
+            for _ in range(4):
+                obs, rew, term, trunc, info = pool.recv()
+                results.append(info["env_id"].tolist())
+                pool.send(np.zeros((2, 6), np.float32), info["env_id"])
+        assert caught.value.env_id in (0, 1, 2, 3) and isinstance(caught.value, ValueError)
+        pool._exec.family.refuse = False
+        obs, rew, term, trunc, info = pool.recv()  # the failed batch's other env, restarting
+        assert len(info["env_id"]) == 2 and np.isfinite(obs).all()
 
 
 class PickyLanes(Picky):

@@ -41,6 +41,7 @@ import numpy as np
 
 from seedpool.envs.errors import WaitTimeout
 from seedpool.envs.native.base import Rows, select_rows
+from seedpool.envs.native.part_ring import CompiledStep, PartRing, check_threads
 
 # run(op, rows, scratch of the lane): the executor's work on a part of a batch.
 RunPart = Callable[[int, Rows, np.ndarray], None]
@@ -60,12 +61,14 @@ class Part:
 
 
 class Job:
-    """A submitted batch: its op and env ids (in the order given) and the lanes' parts."""
+    """A submitted batch: its op and env ids (in the order given) and the lanes' parts, or
+    (`parts` None) the first and end of its parts in the compiled ring."""
 
-    __slots__ = ("op", "ids", "parts")
+    __slots__ = ("op", "ids", "parts", "seqs", "error")
 
-    def __init__(self, op: int, ids: list[int], parts: list[Part]):
-        self.op, self.ids, self.parts = op, ids, parts
+    def __init__(self, op: int, ids: list[int], parts: list[Part] | None, seqs: tuple[int, int] = (0, 0)):
+        self.op, self.ids, self.parts, self.seqs = op, ids, parts, seqs
+        self.error: tuple[BaseException, str] | None = None  # a ring job's resets raised
 
 
 class BackgroundLanes:
@@ -73,9 +76,11 @@ class BackgroundLanes:
     is the calling thread (in `wait`), every other lane a thread of its own that starts at
     once; `wait` hands finished batches back oldest first. `shared`: the lanes are only a
     count of threads: a batch's parts go to one queue, stepped by whichever thread is free
-    (the caller while it waits)."""
+    (the caller while it waits). `compiled` (shared only): a family's compiled step, for a
+    ring of parts (part_ring.py) that fused steps go to instead (`submit(fused=True)`)."""
 
-    def __init__(self, run: RunPart, lane_of: np.ndarray, shared: bool = False):
+    def __init__(self, run: RunPart, lane_of: np.ndarray, shared: bool = False,
+                 compiled: CompiledStep | None = None):
         self.lane_of = np.asarray(lane_of, np.int64)
         self.num_envs, self.lanes = len(lane_of), int(self.lane_of.max()) + 1
         self.shared = shared
@@ -90,6 +95,7 @@ class BackgroundLanes:
         self._run = run
         self._runs: dict[tuple[int, int], list[tuple[Rows, int]]] = {}  # parts of contiguous runs (lo, hi)
         self._pid = os.getpid()
+        self.ring = PartRing(self.num_envs, lanes - 1, compiled) if shared and compiled is not None else None
         self._threads: list[threading.Thread] | None = []
         for k in range(1, lanes):
             scratch = np.empty(self.num_envs, np.int64)  # the lane's own (the executor's `ended`)
@@ -98,9 +104,13 @@ class BackgroundLanes:
             thread.start()
             self._threads.append(thread)
 
-    def submit(self, op: int, ids: list[int]) -> None:
-        """Start stepping (op) the envs `ids` on their lanes now."""
+    def submit(self, op: int, ids: list[int], fused: bool = False) -> None:
+        """Start stepping (op) the envs `ids` on their lanes now; `fused`: a step the family's
+        fused step may take (into the compiled ring, if there is one)."""
         self._check()
+        if fused and self.ring is not None:
+            self.jobs.append(Job(op, ids, None, self.ring.post(ids)))
+            return
         parts = []
         for rows, lane in (self._chunks(ids) if self.shared else self._split(ids)):
             part = Part(op, rows)
@@ -125,7 +135,9 @@ class BackgroundLanes:
             if not self.jobs:
                 raise RuntimeError("internal error: nothing in flight to wait for")
             job = self.jobs[0]
-            for part in job.parts:
+            if job.parts is None:
+                self._wait_ring(job, deadline)
+            for part in job.parts or ():
                 while not part.finished:
                     if self._inline:  # lane 0's parts, oldest first (newer ones while the others step)
                         self._run_inline(self._inline.popleft())
@@ -140,7 +152,7 @@ class BackgroundLanes:
                     if not part.done.acquire(timeout=left) and not part.finished:
                         raise WaitTimeout(f"{n - len(ready)} envs did not finish in time")
             self.jobs.popleft()
-            error = next((p.error for p in job.parts if p.error is not None), None)
+            error = job.error if job.parts is None else next((p.error for p in job.parts if p.error is not None), None)
             if error is not None:
                 ready += job.ids[1:]
                 raise fault(job, error)
@@ -150,6 +162,22 @@ class BackgroundLanes:
         got = ready[:n]
         del ready[:n]
         return got
+
+    def _wait_ring(self, job: Job, deadline: float | None) -> None:
+        """Wait for a ring job's parts (stepping them too, without a deadline), then reset its
+        envs the fused step left pending. Their error, or an interrupt in them, fails the
+        batch as a part's would (the interrupt is raised first, the error by the next wait)."""
+        if job.error is not None:  # its resets were interrupted
+            return
+        first, end = job.seqs
+        self.ring.wait(first, end, deadline)
+        try:
+            self.ring.finish(first, end)
+        except Exception as exc:
+            job.error = (exc, traceback.format_exc())
+        except BaseException as exc:
+            job.error = (exc, traceback.format_exc())
+            raise
 
     def _run_inline(self, part: Part) -> None:
         """Step one of lane 0's parts here. An interrupt (Ctrl-C) in it fails its batch, as an
@@ -174,17 +202,15 @@ class BackgroundLanes:
         threads, self._threads = self._threads, None
         if threads is None:
             return
+        if self.ring is not None:
+            self.ring.close()
         for q in self._queues[1:]:
             q.put(None)
         for t in threads:
             t.join()
 
     def _check(self) -> None:
-        if self._threads is None:
-            raise RuntimeError("these background threads are closed")
-        if os.getpid() != self._pid:
-            raise RuntimeError("an async native pool's background threads do not survive fork(): "
-                               "make the pool in the process that steps it")
+        check_threads(self._threads is not None, self._pid)
 
     def _chunks(self, ids: list[int]) -> list[tuple[Rows, int]]:
         """Shared: `ids` in one contiguous chunk per thread (the caller's included), all for

@@ -67,8 +67,12 @@ class NativeExecutor:
         self._threads = ShardThreads(cfg.num_workers) if cfg.num_workers > 1 and self.family.own_threads() is None \
             else None
         # An async pool's batches stepped in the background as soon as they are submitted.
-        self._lanes = BackgroundLanes(self._run_part, cfg.background, self.family.background_shared) \
-            if cfg.background is not None else None
+        self._lanes = None
+        if cfg.background is not None:
+            shared = self.family.background_shared
+            compiled = self.family.compiled_step(buffers.action, buffers.obs, self._final_obs, self.book) \
+                if shared else None
+            self._lanes = BackgroundLanes(self._run_part, cfg.background, shared, compiled)
         # Checks and copies flat action batches for the pool's send and for step_whole (None: nested).
         self.action_writer = ActionWriter(spec.action_space, buffers.action) \
             if isinstance(buffers.action, np.ndarray) else None
@@ -78,7 +82,8 @@ class NativeExecutor:
         """Start env ids with op STEP, RESET or RECOVER (they run when the pool waits, or at
         once on background lanes)."""
         if self._lanes is not None:
-            self._lanes.submit(op, ids)
+            # A step the family's fused step may take (as `_step` decides) goes to its compiled ring.
+            self._lanes.submit(op, ids, op == STEP and not self._marked and not self.reset_options)
         else:
             self.pending.append((op, ids))
 

@@ -27,6 +27,7 @@ from seedpool.envs.native import bookkeeping
 from seedpool.envs.native import mujoco_kernels as kernels
 from seedpool.envs.native.base import NativeEnv, Rows
 from seedpool.envs.native.mujoco_sim import DataSims, RowThreads
+from seedpool.envs.native.part_ring import CompiledStep
 
 
 class MujocoFamily(NativeEnv):
@@ -181,6 +182,15 @@ class MujocoFamily(NativeEnv):
         restart = [p for p in self._split(part, len(rows)) if len(p)]
         if restart:
             self._restart(np.concatenate(restart), obs, book)
+
+    def compiled_step(self, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray, book: Any) -> Any:
+        """The kernels' ring loops on the pool's buffers (an async pool's parts claimed and
+        stepped without the GIL, part_ring.py), with the resets left to Python as in
+        `step_autoreset`; None where the fused step does not apply (a subclass's own `step`)."""
+        if not self.can_fuse():
+            return None
+        return CompiledStep(kernels.run_parts, (*self.sim.args, actions, obs, final_obs, *book),
+                            lambda rows: self._restart(rows, obs, book))
 
     def _restart(self, rows: np.ndarray, obs: np.ndarray, book: Any) -> None:
         """Reset envs `rows` left by the fused step: those marked to reset (their row reports the

@@ -26,7 +26,7 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
-from seedpool.envs.native import bookkeeping
+from seedpool.envs.native import bookkeeping, part_ring
 
 # The families, as the kernel tells them apart.
 HALF_CHEETAH, HOPPER, WALKER2D, ANT = 0, 1, 2, 3
@@ -253,3 +253,31 @@ def step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, 
             pending[n_pending] = i
             n_pending += 1
     return n_pending
+
+
+# -- the part ring's loops (part_ring.py): a helper's, and the caller's in `recv` -----------
+
+@njit(cache=True, nogil=True)
+def run_parts(ctl, slots, ring_rows, ring_pending, num_slots, first, end, spins, kind, p, fns, model, table, nq, nv,
+              nu, nbody, frame_skip, actions, obs, final_obs, reward, terminated, truncated, elapsed_step,
+              episode_return, elapsed, returns, needs_reset, limit, mode):  # pragma: no cover - compiled
+    """Claim the oldest part posted and not yet claimed, step it (`step_fused`), mark it done,
+    and again. A helper's loop (`end` < 0): until `spins` rounds found nothing to claim, or at
+    once when told to stop with nothing left; False. The caller's (in `recv`): until parts
+    first..end-1 are stepped (True), or False after `spins` rounds of waiting for the helpers."""
+    idle = 0
+    while end < 0 or not part_ring.all_done(slots, first, end, num_slots):
+        s = part_ring.claim(ctl)
+        if s >= 0:
+            idle = 0
+            rows, pending = part_ring.part_rows(slots, ring_rows, ring_pending, s, num_slots)
+            n = step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs,
+                           pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
+                           needs_reset, limit, mode)
+            part_ring.finish(slots, s, num_slots, n)
+            continue
+        if idle >= spins or (end < 0 and part_ring.load_acquire(ctl, part_ring.STOP)):
+            return False
+        idle += 1
+        part_ring.pause()
+    return True
