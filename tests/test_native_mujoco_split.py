@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("mujoco", reason="the native MuJoCo families need mujoco: pip install 'seedpool[mujoco]'")
 
 import seedpool  # noqa: E402
+from seedpool.envs.native import part_ring  # noqa: E402
 from seedpool.envs.native.mujoco_envs import HalfCheetah  # noqa: E402
 from seedpool.envs.native.threads import ShardThreads, SplitTimer  # noqa: E402
 
@@ -218,3 +219,45 @@ def test_a_forked_child_steps_on_threads_of_its_own():
             proc.kill()
     assert got == family.step(slice(None), actions)[0].tobytes()
     family.close()
+
+
+def test_a_split_pool_steps_through_its_ring_and_a_dropped_pool_stops_its_helper():
+    """A sync pool's split step goes through a ring of parts (part_ring.py) whose helper loop
+    is compiled; dropping the pool without close() stops that helper too."""
+    before = _helpers()
+    pool = seedpool.make("HalfCheetah-v5", num_envs=4, seed=0, threads=2)
+    pool.reset()
+    for _ in range(3):
+        pool.step(np.zeros((4, 6), np.float32))
+    ring = pool._exec.family._ring
+    assert ring is not None and ring.ctl[part_ring.POSTED] == 3 * 2  # two parts a step
+    assert [t.name for t in _helpers() if t not in before] == ["seedpool-native-lane-1-compiled"]
+    del pool, ring
+    gc.collect()
+    assert _helpers() == before
+
+
+def test_a_forked_child_steps_a_split_pool_on_a_ring_of_its_own():
+    import multiprocessing as mp
+
+    actions = np.random.default_rng(3).uniform(-1, 1, (4, 6)).astype(np.float32)
+    pool = seedpool.make("HalfCheetah-v5", num_envs=4, seed=0, threads=2)
+    pool.reset()
+    pool.step(actions)  # the parent's ring and helper run now
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe()
+
+    def step_in_child():
+        child.send(pool.step(actions)[0].tobytes())
+
+    proc = ctx.Process(target=step_in_child)
+    proc.start()
+    try:
+        assert parent.poll(60), "the child hung"
+        got = parent.recv()
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+    assert got == pool.step(actions)[0].tobytes()
+    pool.close()

@@ -133,12 +133,12 @@ def test_every_part_is_stepped_once_in_order_across_the_wrap_and_resets_go_to_py
             for s in range(first, end):  # a part's rows are contiguous, never past the end
                 base = (s % ring.num_slots) * part_ring.SLOT
                 assert ring.slots[base + part_ring.START] + ring.slots[base + part_ring.COUNT] <= 10
-            ring.finish(first, end)
+            ring.finish(first, end, toy.restarted.extend)
             assert all(toy.count[i] == sent[i] for i in ids)
             idle += ids
     for ids, (first, end) in in_flight:
         ring.wait(first, end, None)
-        ring.finish(first, end)
+        ring.finish(first, end, toy.restarted.extend)
     assert (toy.count == sent).all() and sent.sum() > 10 * 10  # the rows wrapped around 10 times and more
     assert toy.restarted == [3] * int(sent[3])
     ring.close()

@@ -96,6 +96,7 @@ class BackgroundLanes:
         self._runs: dict[tuple[int, int], list[tuple[Rows, int]]] = {}  # parts of contiguous runs (lo, hi)
         self._pid = os.getpid()
         self.ring = PartRing(self.num_envs, lanes - 1, compiled) if shared and compiled is not None else None
+        self._restart = compiled.restart if self.ring is not None else None
         self._threads: list[threading.Thread] | None = []
         for k in range(1, lanes):
             scratch = np.empty(self.num_envs, np.int64)  # the lane's own (the executor's `ended`)
@@ -172,7 +173,7 @@ class BackgroundLanes:
         first, end = job.seqs
         self.ring.wait(first, end, deadline)
         try:
-            self.ring.finish(first, end)
+            self.ring.finish(first, end, self._restart)
         except Exception as exc:
             job.error = (exc, traceback.format_exc())
         except BaseException as exc:

@@ -14,6 +14,8 @@ returns observations, rewards and terminations only.
 
 from __future__ import annotations
 
+import os
+import weakref
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -27,7 +29,7 @@ from seedpool.envs.native import bookkeeping
 from seedpool.envs.native import mujoco_kernels as kernels
 from seedpool.envs.native.base import NativeEnv, Rows
 from seedpool.envs.native.mujoco_sim import DataSims, RowThreads
-from seedpool.envs.native.part_ring import CompiledStep
+from seedpool.envs.native.part_ring import CompiledStep, PartRing
 
 
 class MujocoFamily(NativeEnv):
@@ -72,6 +74,8 @@ class MujocoFamily(NativeEnv):
         self.threads, self._threads_reason, split = self._layout(threads)
         self.row_threads = RowThreads(self.threads, split) if self.threads > 1 else None
         self._on_lanes = False  # an async pool's lanes step its batches: no split of a batch
+        self._ring: PartRing | None = None  # the split fused step's (`_split_ring`)
+        self._ring_of: tuple = ()  # the buffers and process it serves
 
     def params(self) -> np.ndarray:
         """The constants the kernel reads (`mujoco_kernels.FORWARD`, ...), from the reference env."""
@@ -132,6 +136,8 @@ class MujocoFamily(NativeEnv):
         """Stop the helper threads, if there are any."""
         if self.row_threads is not None:
             self.row_threads.close()
+        if self._ring is not None and self._ring_of[-1] == os.getpid():
+            self._ring.close()
 
     def _split(self, fn: Any, n: int) -> list[Any]:
         """`fn(part)` over parts (slices) of n rows: on the threads, or whole here."""
@@ -172,16 +178,35 @@ class MujocoFamily(NativeEnv):
     def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
                        book: Any) -> None:
         """NativeEnv's fused step: the compiled step of the envs that go on, then the resets
-        (their noise is drawn from each env's NumPy generator, in Python)."""
+        (their noise is drawn from each env's NumPy generator, in Python). Split over threads,
+        the parts go through a ring as an async pool's do (part_ring.py): the helpers claim
+        and step them without the GIL, the caller too, whichever is free first."""
+        if self.row_threads is not None and not self._on_lanes and self.row_threads.splits(len(rows)):
+            ring = self._split_ring(actions, obs, final_obs, book)
+            first, end = ring.post(rows)
+            try:
+                ring.wait(first, end, None)
+            except BaseException:  # Ctrl-C: the helpers' parts end before the pool is used again
+                ring.settle(first, end)
+                raise
+            ring.finish(first, end, lambda envs: self._restart(envs, obs, book))
+            return
         pending = np.empty(len(rows), np.int64)
+        n = self.sim.step_fused(rows, actions, obs, final_obs, pending, book)
+        if n:
+            self._restart(pending[:n], obs, book)
 
-        def part(s: slice) -> np.ndarray:
-            n = self.sim.step_fused(rows[s], actions, obs, final_obs, pending[s], book)
-            return pending[s][:n]
-
-        restart = [p for p in self._split(part, len(rows)) if len(p)]
-        if restart:
-            self._restart(np.concatenate(restart), obs, book)
+    def _split_ring(self, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray, book: Any) -> PartRing:
+        """The ring of the split fused step on these buffers (the pool's, the same every call),
+        made on first use in the process that steps (a forked child makes its own)."""
+        key = (id(actions), id(obs), id(final_obs), id(book.reward), os.getpid())
+        if self._ring_of != key:
+            if self._ring is not None and self._ring_of[-1] == os.getpid():
+                self._ring.close()
+            self._ring = PartRing(self.num_envs, self.threads - 1, self.compiled_step(actions, obs, final_obs, book))
+            self._ring_of = key
+            weakref.finalize(self, self._ring.close)  # the ring's helpers hold no reference to the family
+        return self._ring
 
     def compiled_step(self, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray, book: Any) -> Any:
         """The kernels' ring loops on the pool's buffers (an async pool's parts claimed and

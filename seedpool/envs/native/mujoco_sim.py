@@ -81,10 +81,13 @@ class RowThreads:
         self._pid = os.getpid()  # the process the helper threads run in
         self._parts: dict[int, list[slice]] = {}  # the parts of n rows
 
+    def splits(self, n: int) -> bool:
+        """Whether a call over n rows is split now (`SplitTimer`'s choice times the calls)."""
+        return n >= 2 and (self.split if self.timer is None else self.timer.choose(n))
+
     def run(self, fn: Callable[[slice], Any], n: int) -> list[Any]:
         """`fn`'s results, one per part (in row order)."""
-        split = n >= 2 and (self.split if self.timer is None else self.timer.choose(n))
-        if not split:
+        if not self.splits(n):
             return [fn(slice(0, n))]
         parts = self._parts.get(n)
         if parts is None:  # the same few batch sizes come back every call: cut each once

@@ -174,7 +174,9 @@ def spins_per_us() -> float:
 
 
 class PartRing:
-    """The ring of one pool (`num_envs` envs), `helpers` threads serving it with `step`."""
+    """The ring of one pool (`num_envs` envs), `helpers` threads serving it with `step`'s
+    compiled loop (the ring keeps the loop and its arguments, not `step.restart`: a family
+    that owns a ring is not kept alive by it)."""
 
     def __init__(self, num_envs: int, helpers: int, step: CompiledStep):
         self.num_slots = num_envs
@@ -185,7 +187,7 @@ class PartRing:
         self.pending = np.zeros(num_envs, np.int64)
         self._out = np.empty(num_envs, np.int64)
         self.cursor = 0
-        self.step = step
+        self._run, self._args = step.run, step.args
         self._cut: dict[tuple[int, int], np.ndarray] = {}
         rate = spins_per_us()
         self._caller_spins = int(CALLER_SPIN_US * rate)
@@ -194,7 +196,8 @@ class PartRing:
         self._threads: list[threading.Thread] | None = []
         ring = (self.ctl, self.slots, self.rows, self.pending, self.num_slots)
         for h in range(helpers):
-            thread = threading.Thread(target=_helper, args=(ring, h, int(HELPER_SPIN_US * rate), step, self._wakes[h]),
+            thread = threading.Thread(target=_helper, args=(ring, h, int(HELPER_SPIN_US * rate), step.run,
+                                                            step.args, self._wakes[h]),
                                       daemon=True, name=f"seedpool-native-lane-{h + 1}-compiled")
             thread.start()
             self._threads.append(thread)
@@ -219,9 +222,8 @@ class PartRing:
         """Return when parts first..end-1 are stepped: stepping parts here too (the oldest
         first) without a deadline; only waiting with one (WaitTimeout when it passes)."""
         if deadline is None:
-            step = self.step
-            while not step.run(self.ctl, self.slots, self.rows, self.pending, self.num_slots, first, end,
-                               self._caller_spins, *step.args):
+            while not self._run(self.ctl, self.slots, self.rows, self.pending, self.num_slots, first, end,
+                                self._caller_spins, *self._args):
                 pass  # back in Python now and then: a Ctrl-C is raised here
             return
         while not done(self.slots, first, end, self.num_slots):
@@ -229,11 +231,18 @@ class PartRing:
                 raise WaitTimeout("envs did not finish in time")
             time.sleep(20e-6)
 
-    def finish(self, first: int, end: int) -> None:
-        """Reset the envs parts first..end-1 (stepped) left pending (the family's Python half)."""
+    def settle(self, first: int, end: int) -> None:
+        """Return when parts first..end-1 are stepped, in one compiled call (not interrupted:
+        a part takes a few milliseconds at most). After a Ctrl-C in `wait` of a batch that
+        will not be collected: its rows must not be posted over while a helper steps them."""
+        self._run(self.ctl, self.slots, self.rows, self.pending, self.num_slots, first, end, 1 << 62, *self._args)
+
+    def finish(self, first: int, end: int, restart: Callable[[np.ndarray], None]) -> None:
+        """Reset the envs parts first..end-1 (stepped) left pending: `restart` (the family's
+        Python half of the step, `CompiledStep.restart`)."""
         n = collect_pending(self.slots, self.pending, first, end, self.num_slots, self._out)
         if n:
-            self.step.restart(self._out[:n].copy())
+            restart(self._out[:n].copy())
 
     def close(self) -> None:
         """Let the helpers step what was posted, then stop them and wait (again: nothing)."""
@@ -272,11 +281,11 @@ def exchange_flag(ctl, h):  # pragma: no cover - compiled
     return exchange(ctl, SLEEPING + 8 * h, 0) == 1
 
 
-def _helper(ring: tuple, h: int, spins: int, step: CompiledStep, wake: threading.Semaphore) -> None:
+def _helper(ring: tuple, h: int, spins: int, run: Callable, args: tuple, wake: threading.Semaphore) -> None:
     """Helper h: the compiled loop while there are parts (and a little longer), else sleep."""
     ctl = ring[0]
     while True:
-        step.run(*ring, 0, -1, spins, *step.args)
+        run(*ring, 0, -1, spins, *args)
         if ctl[STOP]:
             return
         if not sleep_begin(ctl, h):
