@@ -194,29 +194,30 @@ def test_the_pool_reports_the_familys_threads():
         assert pool.num_workers == 1 and "one thread" in pool.layout_reason
 
 
-def test_a_forked_child_steps_on_threads_of_its_own():
-    """Threads do not survive fork: a child that steps a split family starts its own helpers."""
+def _in_forked_child(fn):
+    """`fn()`'s result, computed in a forked child."""
     import multiprocessing as mp
 
-    actions = np.random.default_rng(3).uniform(-1, 1, (4, 6)).astype(np.float32)
-    family = HalfCheetah(4, threads=2)
-    family.reset(np.arange(4), None)
-    family.step(slice(None), actions)  # the helper thread runs now
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe()
-
-    def step_in_child():
-        child.send(family.step(slice(None), actions)[0].tobytes())
-
-    proc = ctx.Process(target=step_in_child)
+    proc = ctx.Process(target=lambda: child.send(fn()))
     proc.start()
     try:
         assert parent.poll(60), "the child hung"
-        got = parent.recv()
+        return parent.recv()
     finally:
         proc.join(10)
         if proc.is_alive():
             proc.kill()
+
+
+def test_a_forked_child_steps_on_threads_of_its_own():
+    """Threads do not survive fork: a child that steps a split family starts its own helpers."""
+    actions = np.random.default_rng(3).uniform(-1, 1, (4, 6)).astype(np.float32)
+    family = HalfCheetah(4, threads=2)
+    family.reset(np.arange(4), None)
+    family.step(slice(None), actions)  # the helper thread runs now
+    got = _in_forked_child(lambda: family.step(slice(None), actions)[0].tobytes())
     assert got == family.step(slice(None), actions)[0].tobytes()
     family.close()
 
@@ -238,26 +239,10 @@ def test_a_split_pool_steps_through_its_ring_and_a_dropped_pool_stops_its_helper
 
 
 def test_a_forked_child_steps_a_split_pool_on_a_ring_of_its_own():
-    import multiprocessing as mp
-
     actions = np.random.default_rng(3).uniform(-1, 1, (4, 6)).astype(np.float32)
     pool = seedpool.make("HalfCheetah-v5", num_envs=4, seed=0, threads=2)
     pool.reset()
     pool.step(actions)  # the parent's ring and helper run now
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe()
-
-    def step_in_child():
-        child.send(pool.step(actions)[0].tobytes())
-
-    proc = ctx.Process(target=step_in_child)
-    proc.start()
-    try:
-        assert parent.poll(60), "the child hung"
-        got = parent.recv()
-    finally:
-        proc.join(10)
-        if proc.is_alive():
-            proc.kill()
+    got = _in_forked_child(lambda: pool.step(actions)[0].tobytes())
     assert got == pool.step(actions)[0].tobytes()
     pool.close()
