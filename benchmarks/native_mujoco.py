@@ -274,11 +274,11 @@ def main(argv: list[str]) -> int:
         "seedpool_native: each env is one MjData; a batch is one compiled call (numba, without the GIL) "
         "that sets each env's controls, calls MuJoCo's mj_step from its C library (Ant also "
         "mj_rnePostConstraint) and computes observations, rewards, terminations and the engine's "
-        "bookkeeping (`seedpool/envs/native/mujoco_kernels.py`). Sync, with 2 threads: each call split "
-        "into two halves, the caller and a persistent helper (auto: split or not, as measured). Async "
-        "(`_async`, except `_t1_async`): each batch cut into a part per thread, put in one queue as soon "
-        "as it is sent; a background thread and the caller (while it waits in recv) take the parts "
-        "(`seedpool/envs/native/background.py`, shared lanes); `_t1_async` steps a batch in the calling "
+        "bookkeeping (`seedpool/envs/native/mujoco_kernels.py`). With 2 threads, a batch's envs are "
+        "posted to a ring of parts, one env each (`seedpool/envs/native/part_ring.py`), that a helper "
+        "thread running a compiled loop without the GIL and the caller (in `step`, or while it waits in "
+        "`recv`) claim and step; async (`_async`, except `_t1_async`) posts a batch as soon as it is sent. "
+        "Sync with `auto` threads: split or not, as measured. `_t1_async` steps a batch in the calling "
         "thread when `recv` asks for it.",
         "EnvPool's tasks are its own C++ implementations with its own MuJoCo build.",
     ]

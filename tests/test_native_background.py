@@ -99,9 +99,9 @@ def test_shared_lanes_cut_a_batch_into_a_part_per_thread_and_say_so():
         lanes = pool._exec._lanes
         assert lanes.shared and lanes.lanes == 2
         pool.async_reset()
-        for _ in range(4):  # steps go to the compiled ring (resets to the queue), a part per thread
+        for _ in range(4):  # steps go to the compiled ring (resets to the queue), a part per env
             pool.send(np.zeros((8, 6), np.float32), pool.recv()[-1]["env_id"])
-        assert lanes.ring is not None and lanes.ring.ctl[part_ring.POSTED] == 4 * 2
+        assert lanes.ring is not None and lanes.ring.ctl[part_ring.POSTED] == 4 * 8
         assert lanes._chunks(list(range(8))) == [(slice(0, 4), 1), (slice(4, 8), 1)]  # one queue for all
         assert [type(rows) for rows, _ in lanes._chunks([9, 3, 5, 1])] == [np.ndarray, np.ndarray]
         assert pool.num_workers == 2 and "1 in the background" in pool.layout_reason

@@ -107,13 +107,16 @@ def _helpers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.endswith("-compiled")]
 
 
-def test_every_part_is_stepped_once_in_order_across_the_wrap_and_resets_go_to_python():
-    """Batches of 1-7 of 10 envs (scrambled ids, up to 10 in flight) wrap around the rows
-    many times; each env is stepped once per send, and a batch waited for is done."""
+@pytest.mark.parametrize("part_size", [1, 3])
+def test_every_part_is_stepped_once_in_order_across_the_wrap_and_resets_go_to_python(part_size):
+    """Batches of 1-10 of 10 envs (scrambled ids, up to 10 in flight) wrap around the rows
+    many times (a part of 3 that would run past the end is cut in two); each env is stepped
+    once per send, and a batch waited for is done."""
     before = _helpers()
     toy = ToyStep(10)
     toy.reset_next = {3}
     ring = PartRing(10, 1, toy.compiled())
+    ring.part_size = part_size
     rng = np.random.default_rng(0)
     sent = np.zeros(10, np.int64)
     idle = list(range(10))
@@ -123,7 +126,7 @@ def test_every_part_is_stepped_once_in_order_across_the_wrap_and_resets_go_to_py
             k = int(rng.integers(1, len(idle) + 1))
             ids = [idle.pop(int(j)) for j in sorted(rng.choice(len(idle), k, replace=False), reverse=True)]
             seqs = ring.post(ids)
-            assert seqs[1] - seqs[0] >= min(ring.parts, k)
+            assert -(-k // part_size) <= seqs[1] - seqs[0] <= -(-k // part_size) + 1
             in_flight.append((ids, seqs))
             sent[ids] += 1
         else:
