@@ -5,12 +5,13 @@ Python-env path; writes `benchmarks/results/native_mujoco.md`.
     .venv/bin/python benchmarks/native_mujoco.py --repeats 7 --window 2 --note "quiet machine"
     .venv/bin/python benchmarks/native_mujoco.py --quick          # smoke run (not written unless --out)
 
-HalfCheetah-v5 and Ant-v5, 8 envs sync and 16 envs / batch 8 async (issue 18's shape). Every
+HalfCheetah-v5, Ant-v5 and Humanoid-v5, 8 envs sync and 16 envs / batch 8 async (issue 18's
+shape). Every
 case of a group is alive at once and timed in interleaved windows (seedpool.bench's harness),
 so the ratios compare engines under the same load. `seedpool_native` is the native family
 as `make` builds it by default (`threads=None`: sync, the batch split over one thread per core
-or not, call by call, by which measured faster; async, one background thread per core, each
-stepping the batches of its block of envs as they are sent; `_t1`: the calling thread alone;
+or not, call by call, by which measured faster; async, one background thread per core
+beside the caller, taking the envs of the batches as they are sent; `_t1`: the calling thread alone;
 `_t2`: always 2 threads), `seedpool_python` the
 same id with `native=False` (gymnasium's envs, backend "auto"). gymnasium's AsyncVectorEnv
 has no batch mode: `gym_async` steps 8 envs in 8 processes. EnvPool runs its own C++ tasks
@@ -38,7 +39,7 @@ from seedpool.bench.report import machine_info, render
 from seedpool.bench.steppers import AsyncStepper, SyncStepper, closing_on_error
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "native_mujoco.md"
-TASKS = ("HalfCheetah-v5", "Ant-v5")
+TASKS = ("HalfCheetah-v5", "Ant-v5", "Humanoid-v5")
 N = 8
 
 
@@ -272,7 +273,7 @@ def main(argv: list[str]) -> int:
         "(see the load averages above): absolute figures are low and noisy; read the ratios, which come "
         "from windows interleaved in one run.",
         "seedpool_native: each env is one MjData; a batch is one compiled call (numba, without the GIL) "
-        "that sets each env's controls, calls MuJoCo's mj_step from its C library (Ant also "
+        "that sets each env's controls, calls MuJoCo's mj_step from its C library (Ant and Humanoid also "
         "mj_rnePostConstraint) and computes observations, rewards, terminations and the engine's "
         "bookkeeping (`seedpool/envs/native/mujoco_kernels.py`). With 2 threads, a batch's envs are "
         "posted to a ring of parts, one env each (`seedpool/envs/native/part_ring.py`), that a helper "

@@ -21,7 +21,7 @@ from seedpool.envs.native import registry  # noqa: E402
 from seedpool.envs.native.mujoco_envs import HalfCheetah, Hopper  # noqa: E402
 
 # (task, pool steps of 4 envs per seed): Ant's step costs ~5x the others'.
-TASKS = [("HalfCheetah-v5", 400), ("Hopper-v5", 400), ("Walker2d-v5", 400), ("Ant-v5", 150)]
+TASKS = [("HalfCheetah-v5", 400), ("Hopper-v5", 400), ("Walker2d-v5", 400), ("Ant-v5", 150), ("Humanoid-v5", 150)]
 
 
 @pytest.mark.parametrize("seed", [0, 11])

@@ -1,5 +1,5 @@
 """Gymnasium's MuJoCo locomotion tasks as native families: HalfCheetah-v5, Hopper-v5,
-Walker2d-v5 and Ant-v5, with their default options.
+Walker2d-v5, Ant-v5 and Humanoid-v5, with their default options.
 
 A family holds one `MjData` per env (mujoco_sim.DataSims) and steps a batch in one compiled
 call (mujoco_kernels.py): each env's controls, MuJoCo's `mj_step`, its observation, reward and
@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium.envs.mujoco.ant_v5 import AntEnv
 from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 from gymnasium.envs.mujoco.hopper_v5 import HopperEnv
+from gymnasium.envs.mujoco.humanoid_v5 import HumanoidEnv
 from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 
 from seedpool.envs.native import bookkeeping
@@ -277,3 +278,22 @@ class Ant(MujocoFamily):
         p[kernels.FORCE_LO], p[kernels.FORCE_HI] = ref._contact_force_range
         p[kernels.MAIN_BODY] = ref._main_body
         return p
+
+
+class Humanoid(MujocoFamily):
+    """Humanoid-v5: the observation adds every body's (but the world's) inertia, velocity and
+    contact forces and the joints' actuator forces (`mj_rnePostConstraint` after each step);
+    the reward is the mass center's forward velocity (the bodies' masses are constants here),
+    a healthy reward, minus the control cost and the contact cost (clipped as a whole);
+    healthy while z stays in range (strictly)."""
+
+    reference_class = HumanoidEnv
+    kind = kernels.HUMANOID
+
+    def params(self) -> np.ndarray:
+        ref, p = self.reference, super().params()
+        p[kernels.CONTACT_COST] = ref._contact_cost_weight
+        p[kernels.CONTACT_LO], p[kernels.CONTACT_HI] = ref._contact_cost_range
+        masses = np.asarray(self.model.body_mass, np.float64)
+        p[kernels.MASS] = masses.sum()  # NumPy's sum, as gymnasium's mass_center takes it
+        return np.concatenate([p, masses])

@@ -1,5 +1,5 @@
 """The compiled step of the native MuJoCo families: for each env of a batch, its controls,
-MuJoCo's `mj_step` (the task's frame skip; Ant also `mj_rnePostConstraint`), its observation,
+MuJoCo's `mj_step` (the task's frame skip; Ant and Humanoid also `mj_rnePostConstraint`), its observation,
 reward and termination, and the engine's bookkeeping, in one numba call without the GIL.
 
 MuJoCo's C functions are called from numba through their addresses in the `libmujoco` that
@@ -7,10 +7,11 @@ the `mujoco` package loaded (`c_functions`), on each env's own `MjData` (its add
 those of the fields read here, one row per env: `DATA`, `QPOS`, ...), so the physics is the
 calls gymnasium makes, on the same model and data, byte for byte. Observations and rewards
 follow gymnasium's `*_v5.py` expression for expression, in its precisions: the control cost
-in float32 (from the float32 action, summed in NumPy's pairwise order), everything else in
-float64 (tests/test_native_mujoco.py compares with no tolerance).
+in float32 (from the float32 action, summed in NumPy's pairwise order; Humanoid's in float64
+from `data.ctrl`), everything else in float64 (tests/test_native_mujoco.py compares with no
+tolerance).
 
-One kernel serves the four families (`kind`), their constants in a float64 vector (`p`,
+One kernel serves the five families (`kind`), their constants in a float64 vector (`p`,
 indexed by the names below). A fatal MuJoCo error inside `mj_step` (`mju_error`, e.g. its
 arena exhausted) cannot become a Python exception from here: the gymnasium tasks stepped
 here do not raise one with their default models.
@@ -29,12 +30,12 @@ from numba.extending import intrinsic
 from seedpool.envs.native import bookkeeping, part_ring
 
 # The families, as the kernel tells them apart.
-HALF_CHEETAH, HOPPER, WALKER2D, ANT = 0, 1, 2, 3
-# Entries of a family's constants `p`.
+HALF_CHEETAH, HOPPER, WALKER2D, ANT, HUMANOID = 0, 1, 2, 3, 4
+# Entries of a family's constants `p` (Humanoid's body masses follow them, from `PARAMS` on).
 (FORWARD, CTRL_COST, HEALTHY_REWARD, TERMINATE, Z_LO, Z_HI, ANGLE_LO, ANGLE_HI, STATE_LO, STATE_HI,
- CONTACT_COST, FORCE_LO, FORCE_HI, DT, MAIN_BODY, PARAMS) = range(16)
+ CONTACT_COST, FORCE_LO, FORCE_HI, DT, MAIN_BODY, CONTACT_LO, CONTACT_HI, MASS, PARAMS) = range(19)
 # Columns of the address table (a row per env): its MjData and the arrays read or written here.
-DATA, QPOS, QVEL, CTRL, XPOS, CFRC_EXT, ADDRESSES = range(7)
+DATA, QPOS, QVEL, CTRL, XPOS, CFRC_EXT, CINERT, CVEL, QFRC_ACTUATOR, XIPOS, ADDRESSES = range(11)
 # Entries of `fns`: the addresses of MuJoCo's functions.
 MJ_STEP, MJ_RNE_POST_CONSTRAINT = 0, 1
 
@@ -66,7 +67,8 @@ def addresses(datas: list) -> np.ndarray:
     table = np.zeros((len(datas), ADDRESSES), np.uint64)
     for i, d in enumerate(datas):
         table[i] = (d._address, d.qpos.ctypes.data, d.qvel.ctypes.data, d.ctrl.ctypes.data, d.xpos.ctypes.data,
-                    d.cfrc_ext.ctypes.data)
+                    d.cfrc_ext.ctypes.data, d.cinert.ctypes.data, d.cvel.ctypes.data, d.qfrc_actuator.ctypes.data,
+                    d.xipos.ctypes.data)
     return table
 
 
@@ -140,7 +142,7 @@ def _observe(kind, p, a, nq, nv, nbody, out):  # pragma: no cover - compiled
     """gymnasium's `_get_obs` (default options) of the env whose addresses are `a`, into `out`."""
     qpos = carray(_f64(a[QPOS]), nq)
     qvel = carray(_f64(a[QVEL]), nv)
-    skip = 2 if kind == ANT else 1  # the root's x (Ant: x and y) is left out
+    skip = 2 if kind == ANT or kind == HUMANOID else 1  # the root's x (Ant, Humanoid: x and y) is left out
     for j in range(nq - skip):
         out[j] = qpos[j + skip]
     at = nq - skip
@@ -155,6 +157,31 @@ def _observe(kind, p, a, nq, nv, nbody, out):  # pragma: no cover - compiled
         forces = carray(_f64(a[CFRC_EXT]), nbody * 6)
         for j in range(6, nbody * 6):
             out[at + j - 6] = _clip(forces[j], p[FORCE_LO], p[FORCE_HI])
+    if kind == HUMANOID:  # every body's but the world's inertia, velocity and contact forces; the joints' actuator forces
+        at += nv
+        at = _copy_from(out, at, carray(_f64(a[CINERT]), nbody * 10), 10)
+        at = _copy_from(out, at, carray(_f64(a[CVEL]), nbody * 6), 6)
+        at = _copy_from(out, at, carray(_f64(a[QFRC_ACTUATOR]), nv), 6)
+        _copy_from(out, at, carray(_f64(a[CFRC_EXT]), nbody * 6), 6)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _copy_from(out, at, x, start):  # pragma: no cover - compiled
+    """`x[start:]` into `out` from `at` on; the next free place."""
+    for j in range(start, x.size):
+        out[at + j - start] = x[j]
+    return at + x.size - start
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mass_center_x(p, a, nbody):  # pragma: no cover - compiled
+    """gymnasium's `mass_center(...)[0]`: the bodies' `xipos` x weighted by their masses (einsum's
+    order: body after body), over the total mass (`MASS`, NumPy's sum, set once)."""
+    xipos = carray(_f64(a[XIPOS]), nbody * 3)
+    total = 0.0
+    for b in range(nbody):
+        total += p[PARAMS + b] * xipos[3 * b]
+    return total / p[MASS]
 
 
 @njit(cache=True, nogil=True)
@@ -166,15 +193,19 @@ def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, frame_skip, act, out, s
     qvel = carray(_f64(a[QVEL]), nv)
     xpos = carray(_f64(a[XPOS]), nbody * 3)
     at = 3 * int(p[MAIN_BODY])  # Ant: its main body's x in xpos
-    before = xpos[at] if kind == ANT else qpos[0]
+    before = xpos[at] if kind == ANT else _mass_center_x(p, a, nbody) if kind == HUMANOID else qpos[0]
     ctrl = carray(_f64(a[CTRL]), nu)
     for j in range(nu):
         ctrl[j] = act[j]
     for _ in range(frame_skip):
         _call(fns[MJ_STEP], model, a[DATA])
-    if kind == ANT:  # cfrc_ext, which its observation and reward read (gymnasium calls it for all)
+    if kind == ANT or kind == HUMANOID:  # cfrc_ext, which they read (gymnasium calls it for all)
         _call(fns[MJ_RNE_POST_CONSTRAINT], model, a[DATA])
-    velocity = ((xpos[at] if kind == ANT else qpos[0]) - before) / p[DT]
+    after = xpos[at] if kind == ANT else _mass_center_x(p, a, nbody) if kind == HUMANOID else qpos[0]
+    velocity = (after - before) / p[DT]
+    if kind == HUMANOID:
+        _observe(kind, p, a, nq, nv, nbody, out)
+        return _humanoid_reward(p, a, qpos, ctrl, nu, nbody, velocity, forces)
     for j in range(nu):
         squares[j] = act[j] * act[j]
     ctrl_cost = np.float32(p[CTRL_COST]) * _pairwise_sum(squares, nu)  # float32, as gymnasium's
@@ -203,6 +234,23 @@ def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, frame_skip, act, out, s
             healthy = healthy and p[STATE_LO] < qvel[j] < p[STATE_HI]
     rewards = p[FORWARD] * velocity + (p[HEALTHY_REWARD] if healthy else 0.0)
     return rewards - ctrl_cost, not healthy and p[TERMINATE] != 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _humanoid_reward(p, a, qpos, ctrl, nu, nbody, velocity, squares):  # pragma: no cover - compiled
+    """Humanoid-v5's reward and termination: forward velocity of the mass center, a healthy
+    reward, minus the control cost (of `data.ctrl`, float64) and the contact cost (of every
+    body's `cfrc_ext`, clipped as a whole). `squares`: float64 scratch of nbody * 6."""
+    healthy = p[Z_LO] < qpos[2] < p[Z_HI]
+    rewards = p[FORWARD] * velocity + (p[HEALTHY_REWARD] if healthy else 0.0)
+    for j in range(nu):
+        squares[j] = ctrl[j] * ctrl[j]
+    ctrl_cost = p[CTRL_COST] * _pairwise_sum(squares, nu)
+    cfrc = carray(_f64(a[CFRC_EXT]), nbody * 6)
+    for j in range(nbody * 6):
+        squares[j] = cfrc[j] * cfrc[j]
+    contact_cost = _clip(p[CONTACT_COST] * _pairwise_sum(squares, nbody * 6), p[CONTACT_LO], p[CONTACT_HI])
+    return rewards - (ctrl_cost + contact_cost), not healthy and p[TERMINATE] != 0.0
 
 
 @njit(cache=True, nogil=True)

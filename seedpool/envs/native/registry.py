@@ -31,6 +31,7 @@ _NATIVE: dict[str, str] = {
     "Hopper-v5": "seedpool.envs.native.mujoco_envs:Hopper",
     "Walker2d-v5": "seedpool.envs.native.mujoco_envs:Walker2d",
     "Ant-v5": "seedpool.envs.native.mujoco_envs:Ant",
+    "Humanoid-v5": "seedpool.envs.native.mujoco_envs:Humanoid",
 }
 # MinAtar's ids (-v1 minimal action sets, -v0 all six actions): native/minatar_family.py.
 _NATIVE.update({f"MinAtar/{game}-{version}": f"seedpool.envs.native.minatar_{game.lower()}:{game}{suffix}"
