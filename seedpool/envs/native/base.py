@@ -150,10 +150,10 @@ class NativeEnv:
 
     def compiled_step(self, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray, book: Any) -> Any:
         """Optional, for speed, with `background_shared` and `step_autoreset`: a
-        `part_ring.CompiledStep` (compiled loops that claim and step parts of batches from
-        the ring of an async pool without the GIL, on these buffers of the pool's, and the
-        Python half of the fused step); None (the default): background.py's threads step the
-        parts through `step_autoreset`. Used where `step_autoreset` would be."""
+        `part_ring.CompiledStep` (a compiled loop that claims and steps parts of batches from
+        a ring without the GIL, on these buffers of the pool's, and the Python half of the
+        fused step) for an async pool's batches; None (the default): background.py's threads
+        step the parts through `step_autoreset`. Used where `step_autoreset` would be."""
         return None
 
     def close(self) -> None:

@@ -210,7 +210,7 @@ class MujocoFamily(NativeEnv):
         return self._ring
 
     def compiled_step(self, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray, book: Any) -> Any:
-        """The kernels' ring loops on the pool's buffers (an async pool's parts claimed and
+        """The kernels' ring loop on the pool's buffers (an async pool's parts claimed and
         stepped without the GIL, part_ring.py), with the resets left to Python as in
         `step_autoreset`; None where the fused step does not apply (a subclass's own `step`)."""
         if not self.can_fuse():
