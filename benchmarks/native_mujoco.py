@@ -4,6 +4,8 @@ Python-env path; writes `benchmarks/results/native_mujoco.md`.
     .venv/bin/python benchmarks/native_mujoco.py                  # 1 s warm-up, 5 x 1 s windows per case
     .venv/bin/python benchmarks/native_mujoco.py --repeats 7 --window 2 --note "quiet machine"
     .venv/bin/python benchmarks/native_mujoco.py --quick          # smoke run (not written unless --out)
+    .venv/bin/python benchmarks/native_mujoco.py --tasks Hopper-v5,Walker2d-v5,HumanoidStandup-v5,Swimmer-v5,InvertedPendulum-v5 \
+        --out benchmarks/results/native_mujoco_more.md            # the other native tasks
 
 HalfCheetah-v5, Ant-v5 and Humanoid-v5, 8 envs sync and 16 envs / batch 8 async (issue 18's
 shape). Every
@@ -39,7 +41,8 @@ from seedpool.bench.report import machine_info, render
 from seedpool.bench.steppers import AsyncStepper, SyncStepper, closing_on_error
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "native_mujoco.md"
-TASKS = ("HalfCheetah-v5", "Ant-v5", "Humanoid-v5")
+TASKS = ("HalfCheetah-v5", "Ant-v5", "Humanoid-v5")  # the default run
+MORE_TASKS = ("Hopper-v5", "Walker2d-v5", "HumanoidStandup-v5", "Swimmer-v5", "InvertedPendulum-v5")  # --tasks
 N = 8
 
 
@@ -249,7 +252,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--window", type=float, default=1.0)
     parser.add_argument("--warmup", type=float, default=1.0)
-    parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of {TASKS}")
+    parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of {TASKS + MORE_TASKS}")
     parser.add_argument("--quick", action="store_true", help="1 repeat of 0.3 s: a smoke run")
     parser.add_argument("--note", default="", help="a line for the notes (what else ran on the machine)")
     parser.add_argument("--out", type=Path, default=None)

@@ -1,5 +1,5 @@
-"""Gymnasium's MuJoCo locomotion tasks as native families: HalfCheetah-v5, Hopper-v5,
-Walker2d-v5, Ant-v5 and Humanoid-v5, with their default options.
+"""Gymnasium's MuJoCo tasks as native families: HalfCheetah-v5, Hopper-v5, Walker2d-v5, Ant-v5,
+Humanoid-v5, HumanoidStandup-v5, Swimmer-v5 and InvertedPendulum-v5, with their default options.
 
 A family holds one `MjData` per env (mujoco_sim.DataSims) and steps a batch in one compiled
 call (mujoco_kernels.py): each env's controls, MuJoCo's `mj_step`, its observation, reward and
@@ -24,6 +24,9 @@ from gymnasium.envs.mujoco.ant_v5 import AntEnv
 from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 from gymnasium.envs.mujoco.hopper_v5 import HopperEnv
 from gymnasium.envs.mujoco.humanoid_v5 import HumanoidEnv
+from gymnasium.envs.mujoco.humanoidstandup_v5 import HumanoidStandupEnv
+from gymnasium.envs.mujoco.inverted_pendulum_v5 import InvertedPendulumEnv
+from gymnasium.envs.mujoco.swimmer_v5 import SwimmerEnv
 from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 
 from seedpool.envs.native import bookkeeping
@@ -81,9 +84,10 @@ class MujocoFamily(NativeEnv):
     def params(self) -> np.ndarray:
         """The constants the kernel reads (`mujoco_kernels.FORWARD`, ...), from the reference env."""
         ref, p = self.reference, np.zeros(kernels.PARAMS)
-        p[kernels.FORWARD] = ref._forward_reward_weight
-        p[kernels.CTRL_COST] = ref._ctrl_cost_weight
+        p[kernels.FORWARD] = getattr(ref, "_forward_reward_weight", 0.0)  # InvertedPendulum, HumanoidStandup: none
+        p[kernels.CTRL_COST] = getattr(ref, "_ctrl_cost_weight", 0.0)
         p[kernels.DT] = self.dt
+        p[kernels.TIMESTEP] = self.model.opt.timestep
         if hasattr(ref, "_healthy_reward"):  # every task here but HalfCheetah
             p[kernels.HEALTHY_REWARD] = ref._healthy_reward
             p[kernels.TERMINATE] = ref._terminate_when_unhealthy
@@ -297,3 +301,34 @@ class Humanoid(MujocoFamily):
         masses = np.asarray(self.model.body_mass, np.float64)
         p[kernels.MASS] = masses.sum()  # NumPy's sum, as gymnasium's mass_center takes it
         return np.concatenate([p, masses])
+
+
+class HumanoidStandup(Humanoid):
+    """HumanoidStandup-v5: Humanoid's body and observation; the reward is the torso's height
+    over the physics step (`model.opt.timestep`), minus the control and impact costs, plus 1;
+    it never terminates."""
+
+    reference_class = HumanoidStandupEnv
+    kind = kernels.HUMANOID_STANDUP
+
+    def params(self) -> np.ndarray:
+        ref, p = self.reference, MujocoFamily.params(self)
+        p[kernels.CONTACT_COST] = ref._impact_cost_weight
+        p[kernels.CONTACT_LO], p[kernels.CONTACT_HI] = ref._impact_cost_range
+        return p
+
+
+class Swimmer(MujocoFamily):
+    """Swimmer-v5: HalfCheetah's reward (forward velocity minus the float32 control cost) with
+    x and y left out of the observation; it never terminates."""
+
+    reference_class = SwimmerEnv
+    kind = kernels.SWIMMER
+
+
+class InvertedPendulum(MujocoFamily):
+    """InvertedPendulum-v5: the whole state as the observation; 1 a step until the pole leans
+    past 0.2 rad or the state is not finite, which terminates."""
+
+    reference_class = InvertedPendulumEnv
+    kind = kernels.INVERTED_PENDULUM

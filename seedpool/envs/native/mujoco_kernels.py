@@ -30,10 +30,10 @@ from numba.extending import intrinsic
 from seedpool.envs.native import bookkeeping, part_ring
 
 # The families, as the kernel tells them apart.
-HALF_CHEETAH, HOPPER, WALKER2D, ANT, HUMANOID = 0, 1, 2, 3, 4
+HALF_CHEETAH, HOPPER, WALKER2D, ANT, HUMANOID, SWIMMER, INVERTED_PENDULUM, HUMANOID_STANDUP = range(8)
 # Entries of a family's constants `p` (Humanoid's body masses follow them, from `PARAMS` on).
 (FORWARD, CTRL_COST, HEALTHY_REWARD, TERMINATE, Z_LO, Z_HI, ANGLE_LO, ANGLE_HI, STATE_LO, STATE_HI,
- CONTACT_COST, FORCE_LO, FORCE_HI, DT, MAIN_BODY, CONTACT_LO, CONTACT_HI, MASS, PARAMS) = range(19)
+ CONTACT_COST, FORCE_LO, FORCE_HI, DT, MAIN_BODY, CONTACT_LO, CONTACT_HI, MASS, TIMESTEP, PARAMS) = range(20)
 # Columns of the address table (a row per env): its MjData and the arrays read or written here.
 DATA, QPOS, QVEL, CTRL, XPOS, CFRC_EXT, CINERT, CVEL, QFRC_ACTUATOR, XIPOS, ADDRESSES = range(11)
 # Entries of `fns`: the addresses of MuJoCo's functions.
@@ -142,7 +142,8 @@ def _observe(kind, p, a, nq, nv, nbody, out):  # pragma: no cover - compiled
     """gymnasium's `_get_obs` (default options) of the env whose addresses are `a`, into `out`."""
     qpos = carray(_f64(a[QPOS]), nq)
     qvel = carray(_f64(a[QVEL]), nv)
-    skip = 2 if kind == ANT or kind == HUMANOID else 1  # the root's x (Ant, Humanoid: x and y) is left out
+    # the root's x (Ant, the humanoids, Swimmer: x and y) is left out; InvertedPendulum keeps all
+    skip = 0 if kind == INVERTED_PENDULUM else 2 if kind == ANT or kind == SWIMMER or _humanoid(kind) else 1
     for j in range(nq - skip):
         out[j] = qpos[j + skip]
     at = nq - skip
@@ -157,12 +158,18 @@ def _observe(kind, p, a, nq, nv, nbody, out):  # pragma: no cover - compiled
         forces = carray(_f64(a[CFRC_EXT]), nbody * 6)
         for j in range(6, nbody * 6):
             out[at + j - 6] = _clip(forces[j], p[FORCE_LO], p[FORCE_HI])
-    if kind == HUMANOID:  # every body's but the world's inertia, velocity and contact forces; the joints' actuator forces
+    if _humanoid(kind):  # every body's but the world's inertia, velocity and contact forces; the joints' actuator forces
         at += nv
         at = _copy_from(out, at, carray(_f64(a[CINERT]), nbody * 10), 10)
         at = _copy_from(out, at, carray(_f64(a[CVEL]), nbody * 6), 6)
         at = _copy_from(out, at, carray(_f64(a[QFRC_ACTUATOR]), nv), 6)
         _copy_from(out, at, carray(_f64(a[CFRC_EXT]), nbody * 6), 6)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _humanoid(kind):  # pragma: no cover - compiled
+    """Humanoid and HumanoidStandup: the same body, observation and costs."""
+    return kind == HUMANOID or kind == HUMANOID_STANDUP
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -199,19 +206,29 @@ def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, frame_skip, act, out, s
         ctrl[j] = act[j]
     for _ in range(frame_skip):
         _call(fns[MJ_STEP], model, a[DATA])
-    if kind == ANT or kind == HUMANOID:  # cfrc_ext, which they read (gymnasium calls it for all)
+    if kind == ANT or _humanoid(kind):  # cfrc_ext, which they read (gymnasium calls it for all)
         _call(fns[MJ_RNE_POST_CONSTRAINT], model, a[DATA])
     after = xpos[at] if kind == ANT else _mass_center_x(p, a, nbody) if kind == HUMANOID else qpos[0]
     velocity = (after - before) / p[DT]
-    if kind == HUMANOID:
+    if _humanoid(kind):
         _observe(kind, p, a, nq, nv, nbody, out)
-        return _humanoid_reward(p, a, qpos, ctrl, nu, nbody, velocity, forces)
+        ctrl_cost, contact_cost = _humanoid_costs(p, a, ctrl, nu, nbody, forces)
+        if kind == HUMANOID_STANDUP:  # the torso's height over the physics step, no termination
+            return (qpos[2] - 0) / p[TIMESTEP] - ctrl_cost - contact_cost + 1, False
+        healthy = p[Z_LO] < qpos[2] < p[Z_HI]
+        rewards = p[FORWARD] * velocity + (p[HEALTHY_REWARD] if healthy else 0.0)
+        return rewards - (ctrl_cost + contact_cost), not healthy and p[TERMINATE] != 0.0
     for j in range(nu):
         squares[j] = act[j] * act[j]
     ctrl_cost = np.float32(p[CTRL_COST]) * _pairwise_sum(squares, nu)  # float32, as gymnasium's
     _observe(kind, p, a, nq, nv, nbody, out)
-    if kind == HALF_CHEETAH:
+    if kind == HALF_CHEETAH or kind == SWIMMER:
         return p[FORWARD] * velocity - ctrl_cost, False
+    if kind == INVERTED_PENDULUM:  # 1 a step while the pole stays up (and the state finite)
+        ended = abs(out[1]) > 0.2
+        for j in range(nq + nv):
+            ended = ended or not np.isfinite(out[j])
+        return (0.0 if ended else 1.0), ended
     if kind == ANT:
         healthy = p[Z_LO] <= qpos[2] <= p[Z_HI]
         for j in range(nq):
@@ -237,12 +254,9 @@ def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, frame_skip, act, out, s
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _humanoid_reward(p, a, qpos, ctrl, nu, nbody, velocity, squares):  # pragma: no cover - compiled
-    """Humanoid-v5's reward and termination: forward velocity of the mass center, a healthy
-    reward, minus the control cost (of `data.ctrl`, float64) and the contact cost (of every
-    body's `cfrc_ext`, clipped as a whole). `squares`: float64 scratch of nbody * 6."""
-    healthy = p[Z_LO] < qpos[2] < p[Z_HI]
-    rewards = p[FORWARD] * velocity + (p[HEALTHY_REWARD] if healthy else 0.0)
+def _humanoid_costs(p, a, ctrl, nu, nbody, squares):  # pragma: no cover - compiled
+    """Humanoid's and HumanoidStandup's control cost (of `data.ctrl`, float64) and contact cost
+    (of every body's `cfrc_ext`, clipped as a whole). `squares`: float64 scratch of nbody * 6."""
     for j in range(nu):
         squares[j] = ctrl[j] * ctrl[j]
     ctrl_cost = p[CTRL_COST] * _pairwise_sum(squares, nu)
@@ -250,7 +264,7 @@ def _humanoid_reward(p, a, qpos, ctrl, nu, nbody, velocity, squares):  # pragma:
     for j in range(nbody * 6):
         squares[j] = cfrc[j] * cfrc[j]
     contact_cost = _clip(p[CONTACT_COST] * _pairwise_sum(squares, nbody * 6), p[CONTACT_LO], p[CONTACT_HI])
-    return rewards - (ctrl_cost + contact_cost), not healthy and p[TERMINATE] != 0.0
+    return ctrl_cost, contact_cost
 
 
 @njit(cache=True, nogil=True)

@@ -32,6 +32,9 @@ _NATIVE: dict[str, str] = {
     "Walker2d-v5": "seedpool.envs.native.mujoco_envs:Walker2d",
     "Ant-v5": "seedpool.envs.native.mujoco_envs:Ant",
     "Humanoid-v5": "seedpool.envs.native.mujoco_envs:Humanoid",
+    "HumanoidStandup-v5": "seedpool.envs.native.mujoco_envs:HumanoidStandup",
+    "Swimmer-v5": "seedpool.envs.native.mujoco_envs:Swimmer",
+    "InvertedPendulum-v5": "seedpool.envs.native.mujoco_envs:InvertedPendulum",
 }
 # MinAtar's ids (-v1 minimal action sets, -v0 all six actions): native/minatar_family.py.
 _NATIVE.update({f"MinAtar/{game}-{version}": f"seedpool.envs.native.minatar_{game.lower()}:{game}{suffix}"
