@@ -11,7 +11,7 @@ in float32 (from the float32 action, summed in NumPy's pairwise order; Humanoid'
 from `data.ctrl`), everything else in float64 (tests/test_native_mujoco.py compares with no
 tolerance).
 
-One kernel serves the five families (`kind`), their constants in a float64 vector (`p`,
+One kernel serves the eight families (`kind`), their constants in a float64 vector (`p`,
 indexed by the names below). A fatal MuJoCo error inside `mj_step` (`mju_error`, e.g. its
 arena exhausted) cannot become a Python exception from here: the gymnasium tasks stepped
 here do not raise one with their default models.
