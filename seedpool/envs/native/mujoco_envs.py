@@ -80,6 +80,7 @@ class MujocoFamily(NativeEnv):
         self._on_lanes = False  # an async pool's lanes step its batches: no split of a batch
         self._ring: PartRing | None = None  # the split fused step's (`_split_ring`)
         self._ring_of: tuple = ()  # the buffers and process it serves
+        self._ring_restart: Any = None  # its resets of the envs a part left pending (CompiledStep.restart)
 
     def params(self) -> np.ndarray:
         """The constants the kernel reads (`mujoco_kernels.FORWARD`, ...), from the reference env."""
@@ -194,7 +195,7 @@ class MujocoFamily(NativeEnv):
             except BaseException:  # Ctrl-C: the helpers' parts end before the pool is used again
                 ring.settle(first, end)
                 raise
-            ring.finish(first, end, lambda envs: self._restart(envs, obs, book))
+            ring.finish(first, end, self._ring_restart)
             return
         pending = np.empty(len(rows), np.int64)
         n = self.sim.step_fused(rows, actions, obs, final_obs, pending, book)
@@ -208,7 +209,8 @@ class MujocoFamily(NativeEnv):
         if self._ring_of != key:
             if self._ring is not None and self._ring_of[-1] == os.getpid():
                 self._ring.close()
-            self._ring = PartRing(self.num_envs, self.threads - 1, self.compiled_step(actions, obs, final_obs, book))
+            step = self.compiled_step(actions, obs, final_obs, book)
+            self._ring, self._ring_restart = PartRing(self.num_envs, self.threads - 1, step), step.restart
             self._ring_of = key
             weakref.finalize(self, self._ring.close)  # the ring's helpers hold no reference to the family
         return self._ring

@@ -297,8 +297,16 @@ def step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, 
     envs to reset (marked `needs_reset`, not stepped; or, same_step autoreset, ended now, their
     final observation copied) go into `pending`: their number is returned, the caller resets
     them (a reset draws from the env's NumPy generator)."""
-    squares = np.empty(nu, np.float32)
-    forces = np.empty(nbody * 6)
+    return _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs,
+                       pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
+                       needs_reset, limit, mode, np.empty(nu, np.float32), np.empty(nbody * 6))
+
+
+@njit(cache=True, nogil=True)
+def _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs, pending,
+                reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
+                mode, squares, forces):  # pragma: no cover - compiled
+    """`step_fused` with its scratch (`_step_env`'s) given: the ring's loop allocates it once."""
     n_pending = 0
     for k in range(rows.size):
         i = rows[k]
@@ -328,14 +336,15 @@ def run_parts(ctl, slots, ring_rows, ring_pending, num_slots, first, end, spins,
     once when told to stop with nothing left; False. The caller's (in `recv`): until parts
     first..end-1 are stepped (True), or False after `spins` rounds of waiting for the helpers."""
     idle = 0
+    squares, forces = np.empty(nu, np.float32), np.empty(nbody * 6)  # scratch for every part this call steps
     while end < 0 or not part_ring.all_done(slots, first, end, num_slots):
         s = part_ring.claim(ctl)
         if s >= 0:
             idle = 0
             rows, pending = part_ring.part_rows(slots, ring_rows, ring_pending, s, num_slots)
-            n = step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs,
-                           pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
-                           needs_reset, limit, mode)
+            n = _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs,
+                            pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
+                            needs_reset, limit, mode, squares, forces)
             part_ring.finish(slots, s, num_slots, n)
             continue
         if idle >= spins or (end < 0 and part_ring.load_acquire(ctl, part_ring.STOP)):
