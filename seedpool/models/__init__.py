@@ -48,6 +48,9 @@ class ModelConfig:
     """Network: "cnn" for image observations [C, H, W], "mlp" for vectors; "auto" picks by the observation space."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Widths of the MLP's hidden layers (policy and value nets each get this stack)."""
+    cnn: Literal["nature", "small"] = "nature"
+    """The CNN's trunk: "nature" (Mnih et al. 2015: convolutions 32-64-64, 512 hidden units) or "small"
+    (Mnih et al. 2013, A3C's: 16-32, 256 hidden units; about half the learner's time per frame on a CPU)."""
     activation: Literal["tanh", "relu"] = "tanh"
     """MLP activation function."""
     init_log_std: float = 0.0
@@ -95,7 +98,7 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
         return make_recurrent_policy(obs_space, action_space, cfg, kind)
     if kind == "cnn":
         _check_cnn(obs_space, action_space)
-        return NatureCNNActorCritic(obs_space.shape, int(action_space.n))
+        return NatureCNNActorCritic(obs_space.shape, int(action_space.n), cfg.cnn)
     obs_dim = int(np.prod(obs_space.shape))
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
     return MLPActorCritic(
@@ -126,7 +129,7 @@ def make_recurrent_policy(obs_space: gym.spaces.Box, action_space: gym.Space, cf
     discrete = isinstance(action_space, gym.spaces.Discrete)
     if kind == "cnn":
         _check_cnn(obs_space, action_space)
-        torso: nn.Module = NatureCNNTorso(obs_space.shape)
+        torso: nn.Module = NatureCNNTorso(obs_space.shape, cfg.cnn)
     else:
         torso = MLPTorso(int(np.prod(obs_space.shape)), tuple(cfg.hidden_sizes), cfg.activation, cfg.obs_norm)
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
@@ -144,7 +147,10 @@ class QModelConfig:
     for 3-D bool, else mlp."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """MLP hidden widths (SB3's DQN default; rl-zoo3 tunes CartPole to (256, 256)). The CNNs keep
-    their papers' widths (512 Nature, 128 MinAtar)."""
+    their papers' widths (512 Nature, 256 small, 128 MinAtar)."""
+    cnn: Literal["nature", "small"] = "nature"
+    """The CNN's trunk (kind cnn): "nature" (Mnih et al. 2015) or "small" (Mnih et al. 2013: 16-32
+    convolutions, 256 hidden units; see ModelConfig.cnn)."""
     dueling: bool = False
     """Dueling head: separate value and advantage streams, Q = V + A - mean(A)."""
     layer_norm: bool = False
@@ -188,7 +194,7 @@ def make_q_network(obs_space: gym.Space, action_space: gym.Space, cfg: QModelCon
     if cfg.layer_norm and kind != "mlp":
         raise ValueError(f"layer_norm applies to the MLP Q network only; this env's observations take {kind!r}.")
     if kind == "cnn":
-        return NatureCNNQNetwork(obs_space.shape, num_actions, cfg.dueling)
+        return NatureCNNQNetwork(obs_space.shape, num_actions, cfg.dueling, cfg.cnn)
     if kind == "minatar_cnn":
         return MinAtarQNetwork(obs_space.shape, num_actions, cfg.dueling)
     return MLPQNetwork(int(np.prod(obs_space.shape)), num_actions, tuple(cfg.hidden_sizes), cfg.dueling,

@@ -1,4 +1,11 @@
-"""The Nature-DQN convolutional actor-critic (Mnih et al. 2015) for stacked Atari frames."""
+"""Convolutional actor-critics for stacked Atari frames.
+
+Two trunks (``--model.cnn``): ``"nature"``, the Nature-DQN network (Mnih et al. 2015: three
+convolutions 32-64-64, a 512-wide hidden layer), and ``"small"``, the network of the first DQN
+paper (Mnih et al. 2013) that A3C also used: two convolutions 16-32 and a 256-wide hidden layer,
+about a third of the Nature network's arithmetic per frame (an update of 256 frames on 2 CPU
+threads: 88 against 197 ms, AVX2 Zen 3).
+"""
 from __future__ import annotations
 
 import torch
@@ -8,42 +15,51 @@ from seedpool.models.base import ActorCritic, layer_init, scaled_trunk
 from seedpool.models.distributions import CategoricalHead, Params
 
 
-def nature_trunk(obs_shape: tuple[int, int, int]) -> tuple[nn.Sequential, int]:
-    """The Nature-DQN convolutions (flattened output) and their output width for ``obs_shape``."""
-    trunk = nn.Sequential(
-        layer_init(nn.Conv2d(obs_shape[0], 32, 8, stride=4)),
-        nn.ReLU(),
-        layer_init(nn.Conv2d(32, 64, 4, stride=2)),
-        nn.ReLU(),
-        layer_init(nn.Conv2d(64, 64, 3, stride=1)),
-        nn.ReLU(),
-        nn.Flatten(),
-    )
+CNN_TRUNKS = ("nature", "small")
+HIDDEN = {"nature": 512, "small": 256}
+"""Width of the hidden layer after each trunk's convolutions."""
+
+
+def nature_trunk(obs_shape: tuple[int, int, int], cnn: str = "nature") -> tuple[nn.Sequential, int]:
+    """The convolutions of trunk ``cnn`` (flattened output) and their output width for ``obs_shape``."""
+    if cnn == "nature":
+        convs = [(32, 8, 4), (64, 4, 2), (64, 3, 1)]
+    elif cnn == "small":
+        convs = [(16, 8, 4), (32, 4, 2)]
+    else:
+        raise ValueError(f"--model.cnn must be one of {CNN_TRUNKS}, got {cnn!r}")
+    layers: list[nn.Module] = []
+    channels = obs_shape[0]
+    for out, kernel, stride in convs:
+        layers += [layer_init(nn.Conv2d(channels, out, kernel, stride=stride)), nn.ReLU()]
+        channels = out
+    trunk = nn.Sequential(*layers, nn.Flatten())
     with torch.no_grad():
         flat = trunk(torch.zeros(1, *obs_shape)).shape[1]
     return trunk, flat
 
 
 class NatureCNNTorso(nn.Module):
-    """The Nature CNN up to its 512-wide hidden layer: features for a recurrent core."""
+    """The CNN (Nature by default) up to its hidden layer: features for a recurrent core."""
 
     memory_format = torch.channels_last
-    out_dim = 512
 
-    def __init__(self, obs_shape: tuple[int, int, int]) -> None:
+    def __init__(self, obs_shape: tuple[int, int, int], cnn: str = "nature") -> None:
         super().__init__()
-        self.trunk, flat = nature_trunk(obs_shape)
-        self.fc = nn.Sequential(layer_init(nn.Linear(flat, 512)), nn.ReLU())
+        self.trunk, flat = nature_trunk(obs_shape, cnn)
+        self.out_dim = HIDDEN[cnn]
+        self.fc = nn.Sequential(layer_init(nn.Linear(flat, self.out_dim)), nn.ReLU())
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
         self.to(memory_format=self.memory_format)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Features ``[B, 512]`` of uint8 frames ``[B, C, H, W]``."""
+        """Features ``[B, out_dim]`` of uint8 frames ``[B, C, H, W]``."""
         return self.fc(scaled_trunk(self.trunk, obs, self.scale, self.memory_format))
 
 
 class NatureCNNActorCritic(ActorCritic):
-    """Shared conv trunk with linear policy and value heads; takes uint8 ``[B, C, H, W]``."""
+    """Shared conv trunk (``cnn``: "nature" or "small") with linear policy and value heads; takes
+    uint8 ``[B, C, H, W]``."""
 
     # oneDNN's convolutions run faster on channels-last tensors on the CPU (update of 256
     # frames, 2 threads: 1.26x on an AVX-512 Zen 5, benchmarks/results/cnn_layout.md; 1.32x
@@ -51,12 +67,13 @@ class NatureCNNActorCritic(ActorCritic):
     # the uint8 -> float cast, in one copy.
     memory_format = torch.channels_last
 
-    def __init__(self, obs_shape: tuple[int, int, int], num_actions: int) -> None:
+    def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, cnn: str = "nature") -> None:
         super().__init__()
-        self.trunk, flat = nature_trunk(obs_shape)
-        self.fc = nn.Sequential(layer_init(nn.Linear(flat, 512)), nn.ReLU())
-        self.pi_head = layer_init(nn.Linear(512, num_actions), std=0.01)
-        self.vf_head = layer_init(nn.Linear(512, 1), std=1.0)
+        self.trunk, flat = nature_trunk(obs_shape, cnn)
+        hidden = HIDDEN[cnn]
+        self.fc = nn.Sequential(layer_init(nn.Linear(flat, hidden)), nn.ReLU())
+        self.pi_head = layer_init(nn.Linear(hidden, num_actions), std=0.01)
+        self.vf_head = layer_init(nn.Linear(hidden, 1), std=1.0)
         self.head = CategoricalHead()
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
         self.to(memory_format=self.memory_format)

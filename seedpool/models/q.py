@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from seedpool.models.base import layer_init, scaled_trunk
-from seedpool.models.cnn import nature_trunk
+from seedpool.models.cnn import HIDDEN, nature_trunk
 
 
 def _relu_stack(in_dim: int, widths: tuple[int, ...], layer_norm: bool = False) -> tuple[nn.Sequential, int]:
@@ -89,16 +89,18 @@ class MLPQNetwork(QNetwork):
 
 
 class NatureCNNQNetwork(QNetwork):
-    """The Nature-DQN network on uint8 frames ``[B, C, H, W]`` (at least 36x36)."""
+    """The Nature-DQN network on uint8 frames ``[B, C, H, W]`` (at least 36x36); ``cnn="small"``: the
+    2013 DQN network's trunk and a 256-wide hidden layer (`seedpool.models.cnn`)."""
 
     # Channels-last convolutions run faster on the CPU (see NatureCNNActorCritic).
     memory_format = torch.channels_last
 
-    def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, dueling: bool = False) -> None:
+    def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, dueling: bool = False,
+                 cnn: str = "nature") -> None:
         super().__init__()
         self.num_actions, self.dueling = num_actions, dueling
-        self.torso, flat = nature_trunk(obs_shape)
-        self.head = QHead(flat, (512,), num_actions, dueling)
+        self.torso, flat = nature_trunk(obs_shape, cnn)
+        self.head = QHead(flat, (HIDDEN[cnn],), num_actions, dueling)
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
         self.to(memory_format=self.memory_format)
 

@@ -35,6 +35,8 @@ class RecurrentQModelConfig:
     grids), "mlp" for vectors; "auto": cnn for 3-D uint8, minatar_cnn for 3-D bool, else mlp."""
     hidden_sizes: tuple[int, ...] = (64,)
     """MLP torso widths before the core (ReLU)."""
+    cnn: Literal["nature", "small"] = "nature"
+    """The CNN torso (kind cnn): "nature" (Mnih et al. 2015) or "small" (Mnih et al. 2013; see ModelConfig.cnn)."""
     core: Literal["lstm", "gru"] = "lstm"
     """Recurrent core after the torso (R2D2 needs one: --model.core lstm|gru)."""
     core_size: int = 128
@@ -138,7 +140,7 @@ def make_recurrent_q_network(obs_space: gym.Space, action_space: gym.Space,
         raise ValueError(f"--model.core-size must be at least 1, got {cfg.core_size}")
     kind = _q_kind(obs_space, cfg.kind)
     if kind == "cnn":
-        torso: nn.Module = NatureCNNTorso(obs_space.shape)
+        torso: nn.Module = NatureCNNTorso(obs_space.shape, cfg.cnn)
     elif kind == "minatar_cnn":
         torso = MinAtarTorso(obs_space.shape)
     else:
