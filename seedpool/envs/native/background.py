@@ -18,6 +18,13 @@ batches in flight, the caller's share included, instead of waiting for the calle
 way, whose threads take single envs from one queue. An env is never in two parts at once
 (the pool sends an env again only after `recv` returned it), so its steps keep their order.
 
+Compiled steps (`NativeEnv.compiled_step`, MuJoCo's fused step): a plain step of a shared-lane
+family does not go into the Python queue at all but into a `PartRing` (`part_ring.py`), one
+env per part in int64 arrays; a helper thread claims and steps its parts in one compiled loop
+without the GIL, and `wait` steps the parts left over in one compiled call, then resets in
+Python the envs the kernel left pending. Resets, steps with reset options and steps of envs
+with a fault to report still take the Python queue.
+
 A family opts in with `NativeEnv.background_lanes()`: each env's lane, lanes whose calls may
 run at once because they touch disjoint state and release the GIL for most of their time
 (blocks of envs, so that a batch of contiguous envs is one lane's call). Each lane runs its
