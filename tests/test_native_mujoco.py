@@ -139,3 +139,43 @@ def test_the_kernels_need_mujocos_c_library(monkeypatch):
     monkeypatch.setattr(mujoco_kernels.glob, "glob", lambda pattern: [])
     with pytest.raises(ImportError, match="C library|has none"):
         mujoco_kernels.c_functions()
+
+
+@pytest.mark.parametrize("task_id", ["InvertedPendulum-v5", "Hopper-v5"])
+def test_kernel_resets_leave_each_generator_where_gymnasiums_is(task_id, monkeypatch):
+    """Uniform reset noise is drawn inside the compiled step from a copy of each env's PCG64
+    state: after many resets there, each env's `np_random` (brought up to the kernel's draws)
+    is where gymnasium's env's is after the same episodes, and a draw from it matches."""
+    from seedpool.envs.native.mujoco_envs import MujocoFamily
+
+    def no_python_resets(*args):
+        raise AssertionError("an env the step ended was reset in Python, not by the kernel")
+
+    monkeypatch.setattr(MujocoFamily, "_restart", no_python_resets)
+    envs = [gym.make(task_id).unwrapped for _ in range(3)]
+    vec = seedpool.make_vec(task_id, num_envs=3)
+    try:
+        assert vec.pool.backend == "native"
+        obs, _ = vec.reset(seed=7)
+        want = np.stack([e.reset(seed=7 + i)[0] for i, e in enumerate(envs)])
+        np.testing.assert_array_equal(obs, want)
+        rng = np.random.default_rng(0)
+        ended, pending = 0, [False] * 3
+        for _ in range(300):
+            actions = rng.uniform(-1, 1, (3, *envs[0].action_space.shape)).astype(np.float32)
+            obs, _, term, _, _ = vec.step(actions)
+            for i, e in enumerate(envs):
+                if pending[i]:  # next-step autoreset: the step after an episode's end is its reset
+                    o, pending[i] = e.reset()[0], False
+                else:
+                    o, _, pending[i], _, _ = e.step(actions[i])
+                    ended += pending[i]
+                np.testing.assert_array_equal(obs[i], o)
+            assert list(term) == [pending[i] for i in range(3)]
+        assert ended > 3
+        for i, e in enumerate(envs):
+            got = vec.get_attr("np_random")[i]
+            assert got.bit_generator.state == e.np_random.bit_generator.state
+            assert got.uniform() == e.np_random.uniform()
+    finally:
+        vec.close()

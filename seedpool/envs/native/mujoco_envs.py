@@ -5,9 +5,11 @@ A family holds one `MjData` per env (mujoco_sim.DataSims) and steps a batch in o
 call (mujoco_kernels.py): each env's controls, MuJoCo's `mj_step`, its observation, reward and
 termination, following gymnasium's `gymnasium/envs/mujoco/*_v5.py` expression for expression
 (the control cost in float32, as gymnasium computes it from the float32 action), and the
-engine's bookkeeping. Each env's reset noise is drawn from its own generator with gymnasium's
-calls, in Python, so the same seeds and actions give the same episodes
-(tests/test_native_mujoco.py). The `info` entries gymnasium's step returns (`x_position`,
+engine's bookkeeping. Each env's reset noise is drawn from its own generator as gymnasium's
+calls draw it, so the same seeds and actions give the same episodes (tests/test_native_mujoco.py):
+uniform noise (every task but HalfCheetah and Ant) inside the compiled step too, from a copy of
+each generator's PCG64 state (pcg64.py; `mj_resetData` and `mj_forward` called there as the
+step calls `mj_step`); HalfCheetah's and Ant's normal qvel noise by NumPy, in Python. The `info` entries gymnasium's step returns (`x_position`,
 `x_velocity`, `reward_forward`, `reward_ctrl`, ...) are not returned: a native family's step
 returns observations, rewards and terminations only.
 """
@@ -29,7 +31,7 @@ from gymnasium.envs.mujoco.inverted_pendulum_v5 import InvertedPendulumEnv
 from gymnasium.envs.mujoco.swimmer_v5 import SwimmerEnv
 from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 
-from seedpool.envs.native import bookkeeping
+from seedpool.envs.native import bookkeeping, pcg64
 from seedpool.envs.native import mujoco_kernels as kernels
 from seedpool.envs.native.base import NativeEnv, Rows
 from seedpool.envs.native.mujoco_sim import DataSims, RowThreads
@@ -71,7 +73,13 @@ class MujocoFamily(NativeEnv):
         self.frame_skip = ref.frame_skip
         self.dt = ref.dt
         self.init_qpos, self.init_qvel = ref.init_qpos, ref.init_qvel
-        self.sim = DataSims(self.model, num_envs, self.kind, self.params(), self.frame_skip)
+        p = self.params()
+        p[kernels.NOISE], p[kernels.RESET_AT] = ref._reset_noise_scale, len(p)
+        p = np.concatenate([p, self.init_qpos, self.init_qvel])
+        self.sim = DataSims(self.model, num_envs, self.kind, p, self.frame_skip)
+        # Uniform reset noise: resets in the kernels, once every env has its generator's state.
+        self.compiled_reset = not self.normal_qvel_noise
+        self._has_pcg = np.zeros(num_envs, np.bool_)
         self._obs_size = ref.observation_space.shape[0]
         self._rows = np.arange(num_envs)
         self._threads_option = threads
@@ -151,9 +159,34 @@ class MujocoFamily(NativeEnv):
             return [fn(slice(0, n))]
         return self.row_threads.run(fn, n)
 
+    def seed(self, i: int, seed: int | None) -> None:
+        """As NativeEnv's; with compiled resets the kernels then draw from a copy of the
+        generator's state (the step resets the envs it ends once every env has one)."""
+        super().seed(i, seed)
+        if self.compiled_reset:
+            self.sim.pcg[i] = pcg64.state_row(self._rngs[i])
+            self._has_pcg[i] = True
+            if self.sim.params[kernels.RESET_HERE] == 0.0 and self._has_pcg.all():
+                self.sim.params[kernels.RESET_HERE] = 1.0
+
+    def rng(self, i: int) -> np.random.Generator:
+        """Env i's generator, brought up to the kernels' draws (with compiled resets, draws made
+        on it are not seen by the kernels, which keep their own copy of its state)."""
+        if self.compiled_reset and self._has_pcg[i]:
+            pcg64.load_row(self._rngs[i], self.sim.pcg[i])
+            return self._rngs[i]
+        return super().rng(i)
+
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
-        """gymnasium's `reset_model`: noise on the initial state from each env's generator."""
+        """gymnasium's `reset_model`: noise on the initial state from each env's generator
+        (gymnasium's MuJoCo tasks take no reset options)."""
         rows = np.asarray(ids, np.int64)
+        if self.compiled_reset:
+            for i in rows[~self._has_pcg[rows]].tolist():  # never seeded: fresh entropy, as gymnasium
+                self.seed(i, None)
+            obs = np.empty((len(rows), self._obs_size))
+            self.sim.reset_rows(rows, obs)
+            return obs
         scale = self.reference._reset_noise_scale
         nq, nv = self.model.nq, self.model.nv
         for i in rows.tolist():

@@ -27,23 +27,28 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
-from seedpool.envs.native import bookkeeping, part_ring
+from seedpool.envs.native import bookkeeping, part_ring, pcg64
 
 # The families, as the kernel tells them apart.
 HALF_CHEETAH, HOPPER, WALKER2D, ANT, HUMANOID, SWIMMER, INVERTED_PENDULUM, HUMANOID_STANDUP = range(8)
 # Entries of a family's constants `p` (Humanoid's body masses follow them, from `PARAMS` on).
 (FORWARD, CTRL_COST, HEALTHY_REWARD, TERMINATE, Z_LO, Z_HI, ANGLE_LO, ANGLE_HI, STATE_LO, STATE_HI,
- CONTACT_COST, FORCE_LO, FORCE_HI, DT, MAIN_BODY, CONTACT_LO, CONTACT_HI, MASS, TIMESTEP, PARAMS) = range(20)
+ CONTACT_COST, FORCE_LO, FORCE_HI, DT, MAIN_BODY, CONTACT_LO, CONTACT_HI, MASS, TIMESTEP, RESET_HERE, NOISE,
+ RESET_AT, PARAMS) = range(23)
+# RESET_HERE: 1.0 where the kernels reset ended envs themselves (uniform reset noise, drawn from
+# each env's PCG64 state in `pcg`), 0.0 where they leave them to Python; NOISE: the reset noise
+# scale; RESET_AT: where in `p` the initial qpos (nq values), then qvel (nv), begin.
 # Columns of the address table (a row per env): its MjData and the arrays read or written here.
 DATA, QPOS, QVEL, CTRL, XPOS, CFRC_EXT, CINERT, CVEL, QFRC_ACTUATOR, XIPOS, ADDRESSES = range(11)
 # Entries of `fns`: the addresses of MuJoCo's functions.
-MJ_STEP, MJ_RNE_POST_CONSTRAINT = 0, 1
+MJ_STEP, MJ_RNE_POST_CONSTRAINT, MJ_RESET_DATA, MJ_FORWARD = range(4)
 
 _LIBRARY: list[ctypes.CDLL] = []  # kept loaded while the addresses are in use
 
 
 def c_functions() -> np.ndarray:
-    """The addresses of `mj_step` and `mj_rnePostConstraint` (uint64, indexed by `MJ_STEP`, ...)
+    """The addresses of `mj_step`, `mj_rnePostConstraint`, `mj_resetData` and `mj_forward` (uint64,
+    indexed by `MJ_STEP`, ...)
     in the libmujoco of the `mujoco` package; ImportError where there is none to load."""
     import mujoco
 
@@ -58,8 +63,8 @@ def c_functions() -> np.ndarray:
                               f"has none in {folder}")
         _LIBRARY.append(ctypes.CDLL(found[0]))
     lib = _LIBRARY[0]
-    return np.array([ctypes.cast(lib.mj_step, ctypes.c_void_p).value,
-                     ctypes.cast(lib.mj_rnePostConstraint, ctypes.c_void_p).value], np.uint64)
+    return np.array([ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                     for name in ("mj_step", "mj_rnePostConstraint", "mj_resetData", "mj_forward")], np.uint64)
 
 
 def addresses(datas: list) -> np.ndarray:
@@ -268,6 +273,32 @@ def _humanoid_costs(p, a, ctrl, nu, nbody, squares):  # pragma: no cover - compi
 
 
 @njit(cache=True, nogil=True)
+def _reset_env(p, fns, model, a, nq, nv, pcg, i):  # pragma: no cover - compiled
+    """gymnasium's reset of env i (address row `a`) with uniform noise: `mj_resetData`, then
+    `set_state(init_qpos + uniform(-noise, noise, nq), init_qvel + uniform(-noise, noise, nv))`,
+    the draws from env i's PCG64 state as its `np_random.uniform` makes them, then `mj_forward`."""
+    _call(fns[MJ_RESET_DATA], model, a[DATA])
+    low = -p[NOISE]
+    span = p[NOISE] - low  # NumPy's uniform: low + (high - low) * next_double
+    at = int(p[RESET_AT])
+    qpos, qvel = carray(_f64(a[QPOS]), nq), carray(_f64(a[QVEL]), nv)
+    for j in range(nq):
+        qpos[j] = p[at + j] + (low + span * pcg64.next_double(pcg, i))
+    for j in range(nv):
+        qvel[j] = p[at + nq + j] + (low + span * pcg64.next_double(pcg, i))
+    _call(fns[MJ_FORWARD], model, a[DATA])
+
+
+@njit(cache=True, nogil=True)
+def reset_rows(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, rows, out):  # pragma: no cover
+    """Reset envs `rows` (`_reset_env`) and write their observations into `out`'s rows k."""
+    for k in range(rows.size):
+        a = table[rows[k]]
+        _reset_env(p, fns, model, a, nq, nv, pcg, rows[k])
+        _observe(kind, p, a, nq, nv, nbody, out[k])
+
+
+@njit(cache=True, nogil=True)
 def observe(kind, p, table, nq, nv, nbody, rows, out):  # pragma: no cover - compiled
     """The observations of envs `rows` (after a reset), into `out`'s rows k."""
     for k in range(rows.size):
@@ -275,7 +306,7 @@ def observe(kind, p, table, nq, nv, nbody, rows, out):  # pragma: no cover - com
 
 
 @njit(cache=True, nogil=True)
-def step_rows(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, reward,
+def step_rows(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, rows, actions, obs, reward,
               terminated):  # pragma: no cover - compiled
     """Step envs `rows` with `actions` (row k for env rows[k]); their results into row k of
     `obs`, `reward` and `terminated` (the family's `step`)."""
@@ -289,39 +320,53 @@ def step_rows(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, a
 
 
 @njit(cache=True, nogil=True)
-def step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs, pending,
-               reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
-               mode):  # pragma: no cover - compiled
+def step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, rows, actions, obs, final_obs,
+               pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns, needs_reset,
+               limit, mode):  # pragma: no cover - compiled
     """Step envs `rows` with their rows of the pool's `actions`, writing their rows of `obs`
     and the engine's bookkeeping (the arguments from `reward` on are a `Book`'s fields). The
     envs to reset (marked `needs_reset`, not stepped; or, same_step autoreset, ended now, their
-    final observation copied) go into `pending`: their number is returned, the caller resets
-    them (a reset draws from the env's NumPy generator)."""
-    return _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs,
+    final observation copied) are reset here where `p[RESET_HERE]` says so (uniform noise from
+    `pcg`); otherwise they go into `pending`, their number returned, and the caller resets them
+    (a normal draw is NumPy's ziggurat: the env's NumPy generator makes it)."""
+    return _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, rows, actions, obs, final_obs,
                        pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
                        needs_reset, limit, mode, np.empty(nu, np.float32), np.empty(nbody * 6))
 
 
 @njit(cache=True, nogil=True)
-def _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs, pending,
-                reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
-                mode, squares, forces):  # pragma: no cover - compiled
+def _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, rows, actions, obs, final_obs,
+                pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns, needs_reset,
+                limit, mode, squares, forces):  # pragma: no cover - compiled
     """`step_fused` with its scratch (`_step_env`'s) given: the ring's loop allocates it once."""
     n_pending = 0
+    reset_here = p[RESET_HERE] != 0.0
     for k in range(rows.size):
         i = rows[k]
-        if needs_reset[i]:
-            pending[n_pending] = i
-            n_pending += 1
+        if needs_reset[i]:  # marked: the row reports the reset
+            if reset_here:
+                _reset_env(p, fns, model, table[i], nq, nv, pcg, i)
+                _observe(kind, p, table[i], nq, nv, nbody, obs[i])
+                bookkeeping.started(i, False, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                    returns, needs_reset)
+            else:
+                pending[n_pending] = i
+                n_pending += 1
             continue
         r, term = _step_env(kind, p, fns, model, table[i], nq, nv, nu, nbody, frame_skip, actions[i], obs[i],
                             squares, forces)
         if bookkeeping.end_step(i, r, term, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
-                                returns, needs_reset, limit, mode):  # same_step autoreset
+                                returns, needs_reset, limit, mode):  # same_step autoreset: the row keeps the end
             for j in range(obs.shape[1]):
                 final_obs[i, j] = obs[i, j]
-            pending[n_pending] = i
-            n_pending += 1
+            if reset_here:
+                _reset_env(p, fns, model, table[i], nq, nv, pcg, i)
+                _observe(kind, p, table[i], nq, nv, nbody, obs[i])
+                bookkeeping.started(i, True, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                    returns, needs_reset)
+            else:
+                pending[n_pending] = i
+                n_pending += 1
     return n_pending
 
 
@@ -329,7 +374,7 @@ def _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows,
 
 @njit(cache=True, nogil=True)
 def run_parts(ctl, slots, ring_rows, ring_pending, num_slots, first, end, spins, kind, p, fns, model, table, nq, nv,
-              nu, nbody, frame_skip, actions, obs, final_obs, reward, terminated, truncated, elapsed_step,
+              nu, nbody, frame_skip, pcg, actions, obs, final_obs, reward, terminated, truncated, elapsed_step,
               episode_return, elapsed, returns, needs_reset, limit, mode):  # pragma: no cover - compiled
     """Claim the oldest part posted and not yet claimed, step it (`step_fused`), mark it done,
     and again. A helper's loop (`end` < 0): until `spins` rounds found nothing to claim, or at
@@ -342,8 +387,8 @@ def run_parts(ctl, slots, ring_rows, ring_pending, num_slots, first, end, spins,
         if s >= 0:
             idle = 0
             rows, pending = part_ring.part_rows(slots, ring_rows, ring_pending, s, num_slots)
-            n = _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, rows, actions, obs, final_obs,
-                            pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
+            n = _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, rows, actions, obs,
+                            final_obs, pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
                             needs_reset, limit, mode, squares, forces)
             part_ring.finish(slots, s, num_slots, n)
             continue

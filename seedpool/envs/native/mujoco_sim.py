@@ -37,10 +37,12 @@ class DataSims:
         self.num_envs = num_envs
         self.datas = [mujoco.MjData(model) for _ in range(num_envs)]
         self.table = kernels.addresses(self.datas)  # the kernels' way to each env's data
+        self.params = np.array(params, np.float64)  # the family may switch RESET_HERE on later
+        self.pcg = np.zeros((num_envs, 4), np.uint64)  # each env's PCG64 state, for resets in the kernels
         # The kernels' leading arguments: family, constants, MuJoCo's functions, the model,
-        # the address table, sizes, frame skip.
-        self.args = (kind, np.ascontiguousarray(params, np.float64), FUNCTIONS, np.uint64(model._address),
-                     self.table, model.nq, model.nv, model.nu, model.nbody, frame_skip)
+        # the address table, sizes, frame skip, the generators' states.
+        self.args = (kind, self.params, FUNCTIONS, np.uint64(model._address), self.table, model.nq, model.nv,
+                     model.nu, model.nbody, frame_skip, self.pcg)
 
     def reset(self, i: int, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """gymnasium's reset of env i: `mj_resetData`, then `set_state(qpos, qvel)`."""
@@ -50,9 +52,14 @@ class DataSims:
         d.qvel[:] = qvel
         mujoco.mj_forward(m, d)
 
+    def reset_rows(self, rows: np.ndarray, out: np.ndarray) -> None:
+        """`reset` of envs `rows` with uniform noise drawn from their `pcg` states, in one compiled
+        call; their observations into `out` (row k: env rows[k])."""
+        kernels.reset_rows(*self.args, rows, out)
+
     def observe(self, rows: np.ndarray, out: np.ndarray) -> None:
         """The observations of envs `rows` into `out` (row k: env rows[k])."""
-        kind, params, _, _, table, nq, nv, _, nbody, _ = self.args
+        kind, params, _, _, table, nq, nv, _, nbody, _, _ = self.args
         kernels.observe(kind, params, table, nq, nv, nbody, rows, out)
 
     def step(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, reward: np.ndarray,
