@@ -1,6 +1,7 @@
 """The compiled step of the native MuJoCo families: for each env of a batch, its controls,
 MuJoCo's `mj_step` (the task's frame skip; Ant and Humanoid also `mj_rnePostConstraint`), its observation,
-reward and termination, and the engine's bookkeeping, in one numba call without the GIL.
+reward and termination, and the engine's bookkeeping, in one numba call without the GIL; for
+the tasks whose reset noise is uniform, the resets of the envs it ends too (`_reset_env`).
 
 MuJoCo's C functions are called from numba through their addresses in the `libmujoco` that
 the `mujoco` package loaded (`c_functions`), on each env's own `MjData` (its address and
