@@ -9,9 +9,10 @@ engine's bookkeeping. Each env's reset noise is drawn from its own generator as 
 calls draw it, so the same seeds and actions give the same episodes (tests/test_native_mujoco.py):
 uniform noise (every task but HalfCheetah and Ant) inside the compiled step too, from a copy of
 each generator's PCG64 state (pcg64.py; `mj_resetData` and `mj_forward` called there as the
-step calls `mj_step`); HalfCheetah's and Ant's normal qvel noise by NumPy, in Python. The `info` entries gymnasium's step returns (`x_position`,
-`x_velocity`, `reward_forward`, `reward_ctrl`, ...) are not returned: a native family's step
-returns observations, rewards and terminations only.
+step calls `mj_step`); HalfCheetah's and Ant's normal qvel noise by NumPy, in Python. The
+`info` entries gymnasium's step returns (`x_position`, `x_velocity`, `reward_forward`,
+`reward_ctrl`, ...) are not returned: a native family's step returns observations, rewards
+and terminations only.
 """
 
 from __future__ import annotations

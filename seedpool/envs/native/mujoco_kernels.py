@@ -49,8 +49,8 @@ _LIBRARY: list[ctypes.CDLL] = []  # kept loaded while the addresses are in use
 
 def c_functions() -> np.ndarray:
     """The addresses of `mj_step`, `mj_rnePostConstraint`, `mj_resetData` and `mj_forward` (uint64,
-    indexed by `MJ_STEP`, ...)
-    in the libmujoco of the `mujoco` package; ImportError where there is none to load."""
+    indexed by `MJ_STEP`, ...) in the libmujoco of the `mujoco` package; ImportError where there
+    is none to load."""
     import mujoco
 
     if not hasattr(mujoco.MjData, "_address"):
@@ -389,8 +389,8 @@ def run_parts(ctl, slots, ring_rows, ring_pending, num_slots, first, end, spins,
             idle = 0
             rows, pending = part_ring.part_rows(slots, ring_rows, ring_pending, s, num_slots)
             n = _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, rows, actions, obs,
-                            final_obs, pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
-                            needs_reset, limit, mode, squares, forces)
+                            final_obs, pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                            returns, needs_reset, limit, mode, squares, forces)
             part_ring.finish(slots, s, num_slots, n)
             continue
         if idle >= spins or (end < 0 and part_ring.load_acquire(ctl, part_ring.STOP)):
