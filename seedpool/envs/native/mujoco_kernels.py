@@ -344,30 +344,24 @@ def _step_fused(kind, p, fns, model, table, nq, nv, nu, nbody, frame_skip, pcg, 
     reset_here = p[RESET_HERE] != 0.0
     for k in range(rows.size):
         i = rows[k]
-        if needs_reset[i]:  # marked: the row reports the reset
-            if reset_here:
-                _reset_env(p, fns, model, table[i], nq, nv, pcg, i)
-                _observe(kind, p, table[i], nq, nv, nbody, obs[i])
-                bookkeeping.started(i, False, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
-                                    returns, needs_reset)
-            else:
-                pending[n_pending] = i
-                n_pending += 1
-            continue
-        r, term = _step_env(kind, p, fns, model, table[i], nq, nv, nu, nbody, frame_skip, actions[i], obs[i],
-                            squares, forces)
-        if bookkeeping.end_step(i, r, term, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
-                                returns, needs_reset, limit, mode):  # same_step autoreset: the row keeps the end
-            for j in range(obs.shape[1]):
+        keep_row = False  # a marked env is not stepped: its row reports the reset
+        if not needs_reset[i]:
+            r, term = _step_env(kind, p, fns, model, table[i], nq, nv, nu, nbody, frame_skip, actions[i], obs[i],
+                                squares, forces)
+            if not bookkeeping.end_step(i, r, term, reward, terminated, truncated, elapsed_step, episode_return,
+                                        elapsed, returns, needs_reset, limit, mode):
+                continue
+            for j in range(obs.shape[1]):  # same_step autoreset: the row keeps reporting the end
                 final_obs[i, j] = obs[i, j]
-            if reset_here:
-                _reset_env(p, fns, model, table[i], nq, nv, pcg, i)
-                _observe(kind, p, table[i], nq, nv, nbody, obs[i])
-                bookkeeping.started(i, True, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
-                                    returns, needs_reset)
-            else:
-                pending[n_pending] = i
-                n_pending += 1
+            keep_row = True
+        if reset_here:
+            _reset_env(p, fns, model, table[i], nq, nv, pcg, i)
+            _observe(kind, p, table[i], nq, nv, nbody, obs[i])
+            bookkeeping.started(i, keep_row, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
+                                returns, needs_reset)
+        else:
+            pending[n_pending] = i
+            n_pending += 1
     return n_pending
 
 
