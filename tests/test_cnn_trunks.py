@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from seedpool.models import ModelConfig, QModelConfig, make_policy, make_q_network
-from seedpool.models.cnn import nature_trunk
+from seedpool.models.cnn import cnn_trunk
 from seedpool.models.recurrent_q import RecurrentQModelConfig, make_recurrent_q_network
 
 FRAMES = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
@@ -47,7 +47,7 @@ def test_actor_critic_has_the_papers_layers_and_acts_on_frames(cnn):
     assert torch.isfinite(logits).all() and torch.isfinite(values).all()
 
 
-def test_small_trunk_costs_under_half_the_nature_trunks_multiply_adds():
+def test_small_trunk_costs_under_half_the_cnn_trunks_multiply_adds():
     def macs(cnn: str) -> int:
         total, size = 0, 84
         for out, cin, k, _ in SHAPES[cnn][0]:
@@ -58,7 +58,7 @@ def test_small_trunk_costs_under_half_the_nature_trunks_multiply_adds():
         return total + out * flat
 
     assert macs("small") < 0.4 * macs("nature")
-    trunk, flat = nature_trunk(FRAMES.shape, "small")
+    trunk, flat = cnn_trunk(FRAMES.shape, "small")
     assert flat == SHAPES["small"][1][1]  # the arithmetic above is of the trunk built
 
 

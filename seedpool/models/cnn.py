@@ -15,19 +15,16 @@ from seedpool.models.base import ActorCritic, layer_init, scaled_trunk
 from seedpool.models.distributions import CategoricalHead, Params
 
 
-CNN_TRUNKS = ("nature", "small")
-HIDDEN = {"nature": 512, "small": 256}
-"""Width of the hidden layer after each trunk's convolutions."""
+# Each trunk's convolutions (out channels, kernel, stride) and the width of the hidden layer after them.
+TRUNKS = {"nature": ([(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512), "small": ([(16, 8, 4), (32, 4, 2)], 256)}
+HIDDEN = {name: hidden for name, (_, hidden) in TRUNKS.items()}
 
 
-def nature_trunk(obs_shape: tuple[int, int, int], cnn: str = "nature") -> tuple[nn.Sequential, int]:
+def cnn_trunk(obs_shape: tuple[int, int, int], cnn: str = "nature") -> tuple[nn.Sequential, int]:
     """The convolutions of trunk ``cnn`` (flattened output) and their output width for ``obs_shape``."""
-    if cnn == "nature":
-        convs = [(32, 8, 4), (64, 4, 2), (64, 3, 1)]
-    elif cnn == "small":
-        convs = [(16, 8, 4), (32, 4, 2)]
-    else:
-        raise ValueError(f"--model.cnn must be one of {CNN_TRUNKS}, got {cnn!r}")
+    if cnn not in TRUNKS:
+        raise ValueError(f"--model.cnn must be one of {tuple(TRUNKS)}, got {cnn!r}")
+    convs = TRUNKS[cnn][0]
     layers: list[nn.Module] = []
     channels = obs_shape[0]
     for out, kernel, stride in convs:
@@ -46,7 +43,7 @@ class NatureCNNTorso(nn.Module):
 
     def __init__(self, obs_shape: tuple[int, int, int], cnn: str = "nature") -> None:
         super().__init__()
-        self.trunk, flat = nature_trunk(obs_shape, cnn)
+        self.trunk, flat = cnn_trunk(obs_shape, cnn)
         self.out_dim = HIDDEN[cnn]
         self.fc = nn.Sequential(layer_init(nn.Linear(flat, self.out_dim)), nn.ReLU())
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
@@ -69,7 +66,7 @@ class NatureCNNActorCritic(ActorCritic):
 
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, cnn: str = "nature") -> None:
         super().__init__()
-        self.trunk, flat = nature_trunk(obs_shape, cnn)
+        self.trunk, flat = cnn_trunk(obs_shape, cnn)
         hidden = HIDDEN[cnn]
         self.fc = nn.Sequential(layer_init(nn.Linear(flat, hidden)), nn.ReLU())
         self.pi_head = layer_init(nn.Linear(hidden, num_actions), std=0.01)
