@@ -4,6 +4,7 @@ seedpool against the systems a user would pick instead, on this machine, one aft
     python benchmarks/time_to_score.py run seedpool-ppo --minutes 60
     python benchmarks/time_to_score.py run seedpool-ppo-8envs --minutes 60
     python benchmarks/time_to_score.py run seedpool-ppo-small-cnn --minutes 60
+    python benchmarks/time_to_score.py run seedpool-ppo-2epochs --minutes 60
     python benchmarks/time_to_score.py run cleanrl-ppo --minutes 10 --cleanrl-file PATH/ppo_atari_envpool.py
     python benchmarks/time_to_score.py run sf-appo --minutes 10 --sf-python SF_VENV/bin/python
     python benchmarks/time_to_score.py ingest seedpool-ppo RUN_DIR --launched 2026-11-27T16:06:00Z --command "..."
@@ -66,7 +67,8 @@ PROJECT_FROM = "seedpool-ppo-8envs"  # env steps do not depend on the machine: a
 SEEDPOOL_PPO = ["seedpool", "train", "ppo", "--env", "Pong-v5", "--stop-at-return", "18"]
 SEEDPOOL_SYSTEMS = {"seedpool-ppo": SEEDPOOL_PPO,
                     "seedpool-ppo-8envs": [*SEEDPOOL_PPO, "--num-envs", "8", "--ppo.num-minibatches", "4"],
-                    "seedpool-ppo-small-cnn": [*SEEDPOOL_PPO, "--model.cnn", "small"]}
+                    "seedpool-ppo-small-cnn": [*SEEDPOOL_PPO, "--model.cnn", "small"],
+                    "seedpool-ppo-2epochs": [*SEEDPOOL_PPO, "--ppo.update-epochs", "2", "--ppo.num-minibatches", "32"]}
 CLEANRL_ARGS = ["--env-id", "Pong-v5", "--seed", "1", "--cuda", "False", "--total-timesteps", "10000000"]
 CLEANRL_EDITS = [  # (what, old, new)
     ("gym 0.x -> gymnasium 1.x", "import gym\n", "import gymnasium as gym\n"),
