@@ -321,6 +321,31 @@ def test_pcg64_rows_draw_numpys_numbers():
         np.testing.assert_array_equal(states[1], pcg64.state_row(gen))  # the same state after
 
 
+def test_kernel_states_hand_the_kernels_draws_back_to_each_generator():
+    from numba import njit
+
+    from seedpool.envs.native import pcg64
+
+    @njit
+    def draw(rows, i):
+        return pcg64.next_double(rows, i)
+
+    states = pcg64.KernelStates(np.zeros((3, 4), np.uint64))
+    gens = [np.random.default_rng(s) for s in (5, 6, 7)]
+    twins = [np.random.default_rng(s) for s in (5, 6, 7)]
+    assert not states.sync(0, gens[0]) and states.uncopied(np.arange(3)) == [0, 1, 2]
+    for i in (2, 0):
+        states.copy(i, gens[i])
+    assert not states.all_copied and states.uncopied(np.array([1, 2])) == [1]
+    states.copy(1, gens[1])
+    assert states.all_copied and states.uncopied(np.arange(3)) == []
+    kernel_draws = [draw(states.rows, 1) for _ in range(4)]
+    np.testing.assert_array_equal(kernel_draws, twins[1].random(4))
+    assert states.sync(1, gens[1])
+    assert gens[1].random() == twins[1].random()  # the generator goes on after the kernel's draws
+    assert states.sync(0, gens[0]) and gens[0].random() == twins[0].random()  # no draws: where it was
+
+
 def test_cartpole_generators_follow_the_kernels_draws():
     """np_random of a native CartPole env continues where gymnasium's env's would."""
     single = gym.make("CartPole-v1")

@@ -55,9 +55,7 @@ class CartPole(NativeEnv):
         self.state = np.zeros((4, num_envs))  # x, x_dot, theta, theta_dot
         self.fell = np.zeros(num_envs, np.bool_)  # terminated before (gymnasium: steps_beyond_terminated)
         self._rows = np.arange(num_envs)
-        self.pcg = np.zeros((num_envs, 4), np.uint64)  # each env's PCG64 state, for the numba kernels
-        self.has_pcg = np.zeros(num_envs, np.bool_)
-        self.all_seeded = False
+        self.draws = pcg64.KernelStates(np.zeros((num_envs, 4), np.uint64))  # for the numba kernels
         self._low, self._high = np.full(num_envs, -0.05), np.full(num_envs, 0.05)  # default bounds
         c = ref
         self._consts = np.array([c.force_mag, c.gravity, c.masspole, c.total_mass, c.length, c.polemass_length, c.tau,
@@ -66,30 +64,27 @@ class CartPole(NativeEnv):
     def seed(self, i: int, seed: int | None) -> None:
         """As NativeEnv's; the numba kernels then draw from a copy of the generator's state."""
         super().seed(i, seed)
-        self.pcg[i] = pcg64.state_row(self._rngs[i])
-        self.has_pcg[i] = True
+        self.draws.copy(i, self._rngs[i])
 
     def rng(self, i: int) -> np.random.Generator:
         """Env i's generator, brought up to the kernels' draws (draws made on it are not
         seen by the kernels, which keep their own copy of its state)."""
-        if self.kernel == "numba" and self.has_pcg[i]:
-            pcg64.load_row(self._rngs[i], self.pcg[i])
+        if self.kernel == "numba" and self.draws.sync(i, self._rngs[i]):
             return self._rngs[i]
         return super().rng(i)
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
         if self.kernel == "numpy":
             return self._reset_numpy(ids, options)
-        if not self.all_seeded:
-            for i in ids[~self.has_pcg[ids]].tolist():  # never seeded: fresh entropy, as gymnasium
+        if not self.draws.all_copied:
+            for i in self.draws.uncopied(ids):
                 self.seed(i, None)
-            self.all_seeded = bool(self.has_pcg.all())
         if options is None:
             low, high = self._low[: len(ids)], self._high[: len(ids)]
         else:
             bounds = [utils.maybe_parse_reset_bounds(o, -0.05, 0.05) for o in options]
             low, high = (np.array(b, np.float64) for b in zip(*bounds))
-        kernels.cartpole_reset(self.state, self.fell, self.pcg, ids, low, high)
+        kernels.cartpole_reset(self.state, self.fell, self.draws.rows, ids, low, high)
         return self.state[:, ids].T.astype(np.float32)
 
     def _reset_numpy(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
@@ -113,12 +108,12 @@ class CartPole(NativeEnv):
 
     def can_fuse(self) -> bool:
         """The numba kernel, once every env has its generator (the first reset gives them)."""
-        return self.kernel == "numba" and self.all_seeded
+        return self.kernel == "numba" and self.draws.all_copied
 
     def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
                        book: Any) -> None:
         """NativeEnv's fused step: one numba call (kernels.cartpole_fused)."""
-        kernels.cartpole_fused(self.state, self.fell, self.pcg, self._consts, self.sutton_barto, rows, actions, obs,
+        kernels.cartpole_fused(self.state, self.fell, self.draws.rows, self._consts, self.sutton_barto, rows, actions, obs,
                                final_obs, *book)
 
     def _step_numpy(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -80,7 +80,7 @@ class MujocoFamily(NativeEnv):
         self.sim = DataSims(self.model, num_envs, self.kind, p, self.frame_skip)
         # Uniform reset noise: resets in the kernels, once every env has its generator's state.
         self.compiled_reset = not self.normal_qvel_noise
-        self._has_pcg = np.zeros(num_envs, np.bool_)
+        self.draws = pcg64.KernelStates(self.sim.pcg)
         self._obs_size = ref.observation_space.shape[0]
         self._rows = np.arange(num_envs)
         self._threads_option = threads
@@ -165,16 +165,14 @@ class MujocoFamily(NativeEnv):
         generator's state (the step resets the envs it ends once every env has one)."""
         super().seed(i, seed)
         if self.compiled_reset:
-            self.sim.pcg[i] = pcg64.state_row(self._rngs[i])
-            self._has_pcg[i] = True
-            if self.sim.params[kernels.RESET_HERE] == 0.0 and self._has_pcg.all():
+            self.draws.copy(i, self._rngs[i])
+            if self.sim.params[kernels.RESET_HERE] == 0.0 and self.draws.all_copied:
                 self.sim.params[kernels.RESET_HERE] = 1.0
 
     def rng(self, i: int) -> np.random.Generator:
         """Env i's generator, brought up to the kernels' draws (with compiled resets, draws made
         on it are not seen by the kernels, which keep their own copy of its state)."""
-        if self.compiled_reset and self._has_pcg[i]:
-            pcg64.load_row(self._rngs[i], self.sim.pcg[i])
+        if self.compiled_reset and self.draws.sync(i, self._rngs[i]):
             return self._rngs[i]
         return super().rng(i)
 
@@ -183,7 +181,7 @@ class MujocoFamily(NativeEnv):
         (gymnasium's MuJoCo tasks take no reset options)."""
         rows = np.asarray(ids, np.int64)
         if self.compiled_reset:
-            for i in rows[~self._has_pcg[rows]].tolist():  # never seeded: fresh entropy, as gymnasium
+            for i in self.draws.uncopied(rows):
                 self.seed(i, None)
             obs = np.empty((len(rows), self._obs_size))
             self.sim.reset_rows(rows, obs)

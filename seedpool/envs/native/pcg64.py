@@ -43,6 +43,35 @@ def load_row(generator: np.random.Generator, row: np.ndarray) -> None:
     generator.bit_generator.state = st
 
 
+class KernelStates:
+    """Copies of the envs' generator states that compiled kernels draw from, one row per env
+    (`rows`, as `state_row` writes it), kept in step with each env's NumPy generator: `copy`
+    after the generator is seeded, `sync` before Python reads it (the kernels' draws are made on
+    the copy). `all_copied` turns True once every env has one; until then a family draws in Python."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.rows = rows  # (num_envs, 4) uint64, the array the kernels are handed
+        self.copied = np.zeros(len(rows), np.bool_)
+        self.all_copied = False
+
+    def copy(self, i: int, generator: np.random.Generator) -> None:
+        """Env i's generator was (re)seeded: the kernels draw from its state from now on."""
+        self.rows[i] = state_row(generator)
+        self.copied[i] = True
+        self.all_copied = self.all_copied or bool(self.copied.all())
+
+    def sync(self, i: int, generator: np.random.Generator) -> bool:
+        """Bring env i's generator up to the kernels' draws; False (and nothing done) where it has no copy."""
+        if not self.copied[i]:
+            return False
+        load_row(generator, self.rows[i])
+        return True
+
+    def uncopied(self, ids: np.ndarray) -> list[int]:
+        """The envs among `ids` never seeded (a family seeds them with fresh entropy, as gymnasium)."""
+        return ids[~self.copied[ids]].tolist()
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _mul_64x64(a, b):  # pragma: no cover - compiled
     """The 128-bit product of two uint64, as (high, low)."""
