@@ -113,8 +113,8 @@ class CartPole(NativeEnv):
     def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
                        book: Any) -> None:
         """NativeEnv's fused step: one numba call (kernels.cartpole_fused)."""
-        kernels.cartpole_fused(self.state, self.fell, self.draws.rows, self._consts, self.sutton_barto, rows, actions, obs,
-                               final_obs, *book)
+        kernels.cartpole_fused(self.state, self.fell, self.draws.rows, self._consts, self.sutton_barto, rows, actions,
+                               obs, final_obs, *book)
 
     def _step_numpy(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c, s = self.c, self.state
