@@ -155,11 +155,7 @@ def force_layout(monkeypatch):
 # machine would compete for its ports and memory.
 SLOW_TIMEOUT_S = 1200
 _LEARNING_GROUPS = {
-    # Fresh-clone runs of `make test` on the 2-core Zen 3 (2026-11-29): DQN + Ape-X ~380 s,
-    # recurrent APPO ~380 s, every other learning test ("learning-b") ~650 s together; the suite's
-    # wall time (~1,230-1,300 s) is about half its total test time either way, both workers busy.
-    "test_learning_dqn.py": "learning-a",
-    "test_recurrent_appo_learning.py": "learning-a",
+    "test_learning_dqn.py": "learning-a",  # DQN + Ape-X: ~8 min of the ~17 on a quiet machine
 }
 
 
