@@ -47,7 +47,7 @@ def test_actor_critic_has_the_papers_layers_and_acts_on_frames(cnn):
     assert torch.isfinite(logits).all() and torch.isfinite(values).all()
 
 
-def test_small_trunk_costs_under_half_the_cnn_trunks_multiply_adds():
+def test_small_trunk_costs_under_half_the_nature_trunks_multiply_adds():
     def macs(cnn: str) -> int:
         total, size = 0, 84
         for out, cin, k, _ in SHAPES[cnn][0]:

@@ -17,7 +17,6 @@ from seedpool.models.distributions import CategoricalHead, Params
 
 # Each trunk's convolutions (out channels, kernel, stride) and the width of the hidden layer after them.
 TRUNKS = {"nature": ([(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512), "small": ([(16, 8, 4), (32, 4, 2)], 256)}
-HIDDEN = {name: hidden for name, (_, hidden) in TRUNKS.items()}
 
 
 def cnn_trunk(obs_shape: tuple[int, int, int], cnn: str = "nature") -> tuple[nn.Sequential, int]:
@@ -44,7 +43,7 @@ class NatureCNNTorso(nn.Module):
     def __init__(self, obs_shape: tuple[int, int, int], cnn: str = "nature") -> None:
         super().__init__()
         self.trunk, flat = cnn_trunk(obs_shape, cnn)
-        self.out_dim = HIDDEN[cnn]
+        self.out_dim = TRUNKS[cnn][1]
         self.fc = nn.Sequential(layer_init(nn.Linear(flat, self.out_dim)), nn.ReLU())
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
         self.to(memory_format=self.memory_format)
@@ -67,7 +66,7 @@ class NatureCNNActorCritic(ActorCritic):
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, cnn: str = "nature") -> None:
         super().__init__()
         self.trunk, flat = cnn_trunk(obs_shape, cnn)
-        hidden = HIDDEN[cnn]
+        hidden = TRUNKS[cnn][1]
         self.fc = nn.Sequential(layer_init(nn.Linear(flat, hidden)), nn.ReLU())
         self.pi_head = layer_init(nn.Linear(hidden, num_actions), std=0.01)
         self.vf_head = layer_init(nn.Linear(hidden, 1), std=1.0)

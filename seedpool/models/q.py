@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from seedpool.models.base import layer_init, scaled_trunk
-from seedpool.models.cnn import HIDDEN, cnn_trunk
+from seedpool.models.cnn import TRUNKS, cnn_trunk
 
 
 def _relu_stack(in_dim: int, widths: tuple[int, ...], layer_norm: bool = False) -> tuple[nn.Sequential, int]:
@@ -100,7 +100,7 @@ class NatureCNNQNetwork(QNetwork):
         super().__init__()
         self.num_actions, self.dueling = num_actions, dueling
         self.torso, flat = cnn_trunk(obs_shape, cnn)
-        self.head = QHead(flat, (HIDDEN[cnn],), num_actions, dueling)
+        self.head = QHead(flat, (TRUNKS[cnn][1],), num_actions, dueling)
         self.register_buffer("scale", torch.tensor(1.0 / 255.0), persistent=False)
         self.to(memory_format=self.memory_format)
 

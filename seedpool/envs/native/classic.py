@@ -76,9 +76,8 @@ class CartPole(NativeEnv):
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
         if self.kernel == "numpy":
             return self._reset_numpy(ids, options)
-        if not self.draws.all_copied:
-            for i in self.draws.uncopied(ids):
-                self.seed(i, None)
+        for i in self.draws.uncopied(ids):
+            self.seed(i, None)
         if options is None:
             low, high = self._low[: len(ids)], self._high[: len(ids)]
         else:

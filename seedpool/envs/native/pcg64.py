@@ -69,7 +69,7 @@ class KernelStates:
 
     def uncopied(self, ids: np.ndarray) -> list[int]:
         """The envs among `ids` never seeded (a family seeds them with fresh entropy, as gymnasium)."""
-        return ids[~self.copied[ids]].tolist()
+        return [] if self.all_copied else ids[~self.copied[ids]].tolist()
 
 
 @njit(cache=True, nogil=True, inline="always")
