@@ -90,18 +90,23 @@ THREADS = 1
 
 
 def run_seedpool(total: int, learning_starts: int, seed: int, precision: str) -> Result:
+    """``precision``: ``auto``, ``fp32``, ``bf16``, or ``fp32-autograd`` (fp32 without the hand-written
+    gradients of `seedpool.algos.sac_gradients`, as every fp32 update was before them)."""
     from seedpool.trainers.sac import sac_defaults, train_sac
 
+    label, hand = f"seedpool {precision}", not precision.endswith("-autograd")
+    precision = precision.removesuffix("-autograd")
     cfg = sac_defaults(ENV)
     cfg = dataclasses.replace(cfg, total_timesteps=total, seed=seed, runs_dir=Path(tempfile.mkdtemp()),
                               progress="off", checkpoint_every_s=1e9, backend="serial",
                               precision=precision, torch_threads=THREADS,
                               sac=dataclasses.replace(cfg.sac, learning_starts=learning_starts, q_lr=LR, policy_lr=LR,
-                                                      policy_frequency=1, buffer_size=max(total, 10_000)))
+                                                      policy_frequency=1, buffer_size=max(total, 10_000),
+                                                      hand_gradients=hand))
     load = os.getloadavg()[0]
     result = train_sac(cfg)
     # The run's own clock: training time, setup excluded.
-    return Result(f"seedpool {precision}", result.step, result.step / result.sps, load)
+    return Result(label, result.step, result.step / result.sps, load)
 
 
 def run_sb3(total: int, learning_starts: int, seed: int) -> Result:

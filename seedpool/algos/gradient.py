@@ -72,7 +72,15 @@ class GradientStep:
         start = time.perf_counter()
         self._zero_grads()
         loss.backward()
-        mid = time.perf_counter()
+        return self.apply(loss, version, start)
+
+    def apply(self, loss: torch.Tensor, version: int, started: float) -> torch.Tensor:
+        """Clip, check and step on gradients already in the parameters' ``.grad``: the rest of
+        `__call__`, for learners that compute gradients by hand (`seedpool.algos.sac_gradients`).
+
+        ``started`` is the `time.perf_counter` reading when the gradient computation began
+        (counted as backward time); returns the gradient norm before clipping."""
+        start, mid = started, time.perf_counter()
         norm = clip_grad_norm(self.params, self.max_grad_norm)
         self.check(loss.detach(), norm, version)
         self.optimizer.step()

@@ -14,6 +14,7 @@ the critics' targets follow by Polyak averaging.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -25,6 +26,7 @@ from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
 from seedpool.algos.replay_learner import ReplayUpdate
+from seedpool.algos.sac_gradients import SACGradients
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
 
@@ -46,6 +48,9 @@ class SACConfig(OffPolicyConfig):
     """Tune alpha toward the target entropy."""
     target_entropy: float | None = None
     """Entropy the temperature aims at, in nats of unit actions; None: minus the action dimension."""
+    hand_gradients: bool = True
+    """fp32 updates compute the gradients by hand (`seedpool.algos.sac_gradients`: the same
+    gradients as autograd's, about twice as fast on a CPU); False, or bf16: autograd."""
 
 
 def squashed_target(agent: ContinuousAgent, target_critic: torch.nn.Module, batch: Mapping[str, torch.Tensor],
@@ -78,11 +83,12 @@ class SACLearner(GradientLearner):
         self.actor_optimizer = torch.optim.Adam([actor_params], lr=cfg.policy_lr, fused=fused)
         self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "SAC actor", precision)
         self.log_alpha = torch.tensor(math.log(cfg.alpha), device=self.device, requires_grad=cfg.autotune)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.policy_lr)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.policy_lr, fused=fused)
         self.alpha_step = GradientStep(self.alpha_optimizer, None, "SAC temperature", precision)
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
         self.cfg = cfg
         self._actor_metrics: dict[str, float] = {}
+        self.by_hand = SACGradients(agent, self.target.net) if cfg.hand_gradients and precision == "fp32" else None
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -94,12 +100,18 @@ class SACLearner(GradientLearner):
         NonFiniteLossError before touching the parameters of the network whose loss went bad."""
         data = batch_tensors(batch, self.device)
         data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
-        agent = self.model
-        with self.gradient.autocast():
-            y = squashed_target(agent, self.target.net, data, self.alpha)
-            q = agent.critic(data["obs"], data["action"])
-            loss = critic_loss(q, y, data.get("weights"))
-        grad_norm = self.gradient(loss, self.version)
+        if self.by_hand is not None:
+            started = time.perf_counter()
+            data["obs"], data["next_obs"] = data["obs"].flatten(1).float(), data["next_obs"].flatten(1).float()
+            loss, q = self.by_hand.critic(data, self.alpha)
+            grad_norm = self.gradient.apply(loss, self.version, started)
+        else:
+            agent = self.model
+            with self.gradient.autocast():
+                y = squashed_target(agent, self.target.net, data, self.alpha)
+                q = agent.critic(data["obs"], data["action"])
+                loss = critic_loss(q, y, data.get("weights"))
+            grad_norm = self.gradient(loss, self.version)
         self._advance(env_steps)
         if self.version % self.cfg.policy_frequency == 0:
             for _ in range(self.cfg.policy_frequency):
@@ -117,11 +129,16 @@ class SACLearner(GradientLearner):
         """One actor step (and one temperature step with autotune) on these observations."""
         agent = self.model
         alpha = self.alpha
-        with self.actor_step.autocast(), frozen(agent.critic):
-            action, logp = agent.actor.sample(data["obs"])
-            q = agent.critic(data["obs"], action).min(dim=0).values
-            actor_loss = (alpha * logp - q).mean()
-        self.actor_step(actor_loss, self.version)
+        if self.by_hand is not None:
+            started = time.perf_counter()
+            actor_loss, logp = self.by_hand.actor(data["obs"], alpha)
+            self.actor_step.apply(actor_loss, self.version, started)
+        else:
+            with self.actor_step.autocast(), frozen(agent.critic):
+                action, logp = agent.actor.sample(data["obs"])
+                q = agent.critic(data["obs"], action).min(dim=0).values
+                actor_loss = (alpha * logp - q).mean()
+            self.actor_step(actor_loss, self.version)
         metrics = {"losses/actor_loss": float(actor_loss.detach()), "losses/alpha": float(alpha),
                    "losses/entropy": float(-logp.detach().mean())}
         if self.cfg.autotune:

@@ -151,6 +151,7 @@ class TwinQ(nn.Module):
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         self.num_critics = num_critics
+        self.activation_name = activation
         self.activation = {"relu": torch.relu, "tanh": torch.tanh}[activation]
         widths = (in_dim, *hidden, 1)
         self.weights = nn.ParameterList()
