@@ -91,7 +91,7 @@ THREADS = 1
 
 def run_seedpool(total: int, learning_starts: int, seed: int, precision: str) -> Result:
     """``precision``: ``auto``, ``fp32``, ``bf16``, or ``fp32-autograd`` (fp32 without the hand-written
-    gradients of `seedpool.algos.sac_gradients`, as every fp32 update was before them)."""
+    gradients of `seedpool.algos.offpolicy_gradients`, as every fp32 update was before them)."""
     from seedpool.trainers.sac import sac_defaults, train_sac
 
     label, hand = f"seedpool {precision}", not precision.endswith("-autograd")

@@ -76,7 +76,7 @@ class GradientStep:
 
     def apply(self, loss: torch.Tensor, version: int, started: float) -> torch.Tensor:
         """Clip, check and step on gradients already in the parameters' ``.grad``: the rest of
-        `__call__`, for learners that compute gradients by hand (`seedpool.algos.sac_gradients`).
+        `__call__`, for learners that compute gradients by hand (`seedpool.algos.offpolicy_gradients`).
 
         ``started`` is the `time.perf_counter` reading when the gradient computation began
         (counted as backward time); returns the gradient norm before clipping."""

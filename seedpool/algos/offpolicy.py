@@ -48,6 +48,9 @@ class OffPolicyConfig:
     """Steps per TD return (the replay folds them into each row)."""
     max_grad_norm: float | None = None
     """Clip each network's global gradient norm to this value (None: no clipping, as the papers)."""
+    hand_gradients: bool = True
+    """fp32 updates compute the gradients by hand (`seedpool.algos.offpolicy_gradients`: the same
+    gradients as autograd's, without its per-operation cost); False, or bf16: autograd."""
 
 
 def batch_tensors(batch: Mapping[str, Any], device: torch.device) -> dict[str, torch.Tensor]:

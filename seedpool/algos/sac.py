@@ -26,7 +26,7 @@ from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
 from seedpool.algos.replay_learner import ReplayUpdate
-from seedpool.algos.sac_gradients import SACGradients
+from seedpool.algos.offpolicy_gradients import SACGradients
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
 
@@ -48,9 +48,6 @@ class SACConfig(OffPolicyConfig):
     """Tune alpha toward the target entropy."""
     target_entropy: float | None = None
     """Entropy the temperature aims at, in nats of unit actions; None: minus the action dimension."""
-    hand_gradients: bool = True
-    """fp32 updates compute the gradients by hand (`seedpool.algos.sac_gradients`: the same
-    gradients as autograd's, about twice as fast on a CPU); False, or bf16: autograd."""
 
 
 def squashed_target(agent: ContinuousAgent, target_critic: torch.nn.Module, batch: Mapping[str, torch.Tensor],

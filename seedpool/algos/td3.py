@@ -11,6 +11,7 @@ no smoothing, an actor step after every critic step.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -21,6 +22,7 @@ from seedpool.algos.learner import GradientLearner
 from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
+from seedpool.algos.offpolicy_gradients import TD3Gradients
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
@@ -82,6 +84,12 @@ class TD3Learner(GradientLearner):
         self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "TD3 actor", precision)
         self.cfg = cfg
         self._actor_metrics: dict[str, float] = {}
+        self.by_hand = TD3Gradients(agent, self.target_critic.net, self._next_actions) \
+            if cfg.hand_gradients and precision == "fp32" else None
+
+    def _next_actions(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """The target actor's smoothed unit actions for the critics' target."""
+        return smoothed_actions(self.target_actor.net, next_obs, self.cfg.policy_noise, self.cfg.noise_clip)
 
     def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> ReplayUpdate:
         """One critic step on a replay minibatch; every ``policy_frequency`` steps an actor step and the
@@ -89,15 +97,20 @@ class TD3Learner(GradientLearner):
         data = batch_tensors(batch, self.device)
         data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
         agent, cfg = self.model, self.cfg
-        with self.gradient.autocast():
-            with torch.no_grad():
-                next_action = smoothed_actions(self.target_actor.net, data["next_obs"], cfg.policy_noise,
-                                               cfg.noise_clip)
-                next_q = self.target_critic.net(data["next_obs"], next_action).min(dim=0).values
-                y = td_target(data["reward"], data["discount"], next_q)
-            q = agent.critic(data["obs"], data["action"])
-            loss = critic_loss(q, y, data.get("weights"))
-        grad_norm = self.gradient(loss, self.version)
+        if self.by_hand is not None:
+            started = time.perf_counter()
+            data["obs"], data["next_obs"] = data["obs"].flatten(1).float(), data["next_obs"].flatten(1).float()
+            loss, q = self.by_hand.critic(data)
+            grad_norm = self.gradient.apply(loss, self.version, started)
+        else:
+            with self.gradient.autocast():
+                with torch.no_grad():
+                    next_action = self._next_actions(data["next_obs"])
+                    next_q = self.target_critic.net(data["next_obs"], next_action).min(dim=0).values
+                    y = td_target(data["reward"], data["discount"], next_q)
+                q = agent.critic(data["obs"], data["action"])
+                loss = critic_loss(q, y, data.get("weights"))
+            grad_norm = self.gradient(loss, self.version)
         self._advance(env_steps)
         if self.version % cfg.policy_frequency == 0:
             self._actor_metrics = self.actor_update(data["obs"])
@@ -112,9 +125,14 @@ class TD3Learner(GradientLearner):
     def actor_update(self, obs: torch.Tensor) -> dict[str, float]:
         """One deterministic policy-gradient step: maximise the first critic's value of the actor's action."""
         agent = self.model
-        with self.actor_step.autocast(), frozen(agent.critic):
-            actor_loss = -agent.critic(obs, agent.actor(obs))[0].mean()
-        self.actor_step(actor_loss, self.version)
+        if self.by_hand is not None:
+            started = time.perf_counter()
+            actor_loss = self.by_hand.actor(obs)
+            self.actor_step.apply(actor_loss, self.version, started)
+        else:
+            with self.actor_step.autocast(), frozen(agent.critic):
+                actor_loss = -agent.critic(obs, agent.actor(obs))[0].mean()
+            self.actor_step(actor_loss, self.version)
         return {"losses/actor_loss": float(actor_loss.detach())}
 
     def state_dict(self) -> dict:

@@ -75,31 +75,39 @@ def mlp_backward(net: nn.Sequential, inputs: list[torch.Tensor], grad_out: torch
     return grad
 
 
-def twinq_forward(critic: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def twinq_forward(critic: nn.Module, x: torch.Tensor, num_critics: int | None = None
+                  ) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """`TwinQ` on its input rows ``x`` ``[B, in]`` (observation and action side by side): Q-values
-    ``[K, B]`` and each layer's input ``[K, B, in]``."""
+    ``[K, B]`` and each layer's input ``[K, B, in]``; ``num_critics``: only the first K critics."""
+    k = critic.num_critics if num_critics is None else num_critics
     act = _BY_NAME[critic.activation_name]
-    h = x.unsqueeze(0).expand(critic.num_critics, *x.shape)
+    h = x.unsqueeze(0).expand(k, *x.shape)
     inputs = []
     for w, b in zip(critic.weights[:-1], critic.biases[:-1]):
         inputs.append(h)
-        h = _FORWARD[act](torch.baddbmm(b, h, w))
+        h = _FORWARD[act](torch.baddbmm(b[:k], h, w[:k]))
     inputs.append(h)
     # One output column: multiply and sum beats a batched product with N = 1 (~4x here).
-    return (h * critic.weights[-1].transpose(1, 2)).sum(-1) + critic.biases[-1].squeeze(-1), inputs
+    return (h * critic.weights[-1][:k].transpose(1, 2)).sum(-1) + critic.biases[-1][:k].squeeze(-1), inputs
 
 
 def twinq_backward(critic: nn.Module, inputs: list[torch.Tensor], grad_q: torch.Tensor,
-                   weights: bool = True, input_from: int = 0) -> torch.Tensor | None:
-    """Backpropagate ``grad_q`` ``[K, B]`` through the critics.
+                   weights: bool = True, input_from: int = 0, num_critics: int | None = None) -> torch.Tensor | None:
+    """Backpropagate ``grad_q`` ``[K, B]`` through the critics (the first ``num_critics`` of them,
+    as `twinq_forward` ran them).
 
     ``weights``: write every critic's parameter gradients into ``.grad`` (overwritten) and
     return None. Otherwise return the gradient w.r.t. the input columns from ``input_from``
     on, summed over the critics ``[B, in - input_from]`` (the actor's loss: the action's
     columns), without computing any weight gradient."""
+    k = critic.num_critics if num_critics is None else num_critics
+    if weights and k != critic.num_critics:
+        raise ValueError("weight gradients are written for every critic: run them all")
     act = _BY_NAME[critic.activation_name]
     last = len(critic.weights) - 1
-    w, b = critic.weights[last], critic.biases[last]
+    # Slices of the stacked parameters only when some critics are left out (a slice has no .grad;
+    # weight gradients are only asked for with every critic).
+    w, b = (critic.weights[last], critic.biases[last]) if weights else (critic.weights[last][:k], None)
     # The output layer has one column: its weight gradient is a row times a matrix (written
     # through a [K, 1, in] view of the [K, in, 1] gradient: the same memory) and its input
     # gradient an outer product.
@@ -108,7 +116,7 @@ def twinq_backward(critic: nn.Module, inputs: list[torch.Tensor], grad_q: torch.
         torch.sum(grad_q, 1, keepdim=True, out=b.grad.view(-1, 1))
     grad = _BACKWARD[act](grad_q.unsqueeze(-1) * w.transpose(1, 2), inputs[last])
     for i in range(last - 1, -1, -1):
-        w, b = critic.weights[i], critic.biases[i]
+        w, b = (critic.weights[i], critic.biases[i]) if weights else (critic.weights[i][:k], None)
         if weights:
             torch.bmm(inputs[i].transpose(1, 2), grad, out=w.grad)
             torch.sum(grad, 1, keepdim=True, out=b.grad)

@@ -1,5 +1,5 @@
-"""SAC's hand-written gradients (`seedpool.algos.sac_gradients`, `seedpool.models.mlp_grad`) against
-autograd: the same batches, the same noise, the same updates to float32 rounding."""
+"""SAC's and TD3's hand-written gradients (`seedpool.algos.offpolicy_gradients`, `seedpool.models.mlp_grad`)
+against autograd: the same batches, the same noise, the same updates to float32 rounding."""
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from seedpool.algos.sac import SACConfig, SACLearner
+from seedpool.algos.td3 import TD3Config, TD3Learner
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig, TwinQ
 from seedpool.models.flat import flatten_parameters
 from seedpool.models.mlp_grad import linear_layers, mlp_backward, mlp_forward, twinq_backward, twinq_forward
@@ -29,22 +30,27 @@ def _learner(hand: bool, model: ContinuousModelConfig, **sac) -> SACLearner:
     return SACLearner(agent, SACConfig(learning_starts=0, **sac, hand_gradients=hand), action_dim=3)
 
 
-def _state(learner: SACLearner) -> dict[str, torch.Tensor]:
-    return {**{f"model.{k}": v for k, v in learner.model.state_dict().items()},
-            **{f"target.{k}": v for k, v in learner.target.net.state_dict().items()},
-            "log_alpha": learner.log_alpha.detach()}
+def _td3(hand: bool, model: ContinuousModelConfig, **td3) -> TD3Learner:
+    torch.manual_seed(0)
+    agent = ContinuousAgent(OBS, ACT, model, stochastic=False)
+    return TD3Learner(agent, TD3Config(learning_starts=0, **td3, hand_gradients=hand))
 
 
-@pytest.mark.parametrize("model, sac, weights", [
-    (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, False),
-    (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, True),  # prioritized replay's IS weights
-    (ContinuousModelConfig(hidden_sizes=(24,), activation="tanh", num_critics=3), {"policy_frequency": 2}, False),
-    (ContinuousModelConfig(hidden_sizes=(16, 24, 16), num_critics=1), {"autotune": False}, True),
-])
-def test_hand_written_sac_updates_match_autograd(model, sac, weights):
-    by_hand, by_autograd = _learner(True, model, **sac), _learner(False, model, **sac)
+def _state(learner: SACLearner | TD3Learner) -> dict[str, torch.Tensor]:
+    targets = {"target": learner.target} if isinstance(learner, SACLearner) else \
+        {"target_critic": learner.target_critic, "target_actor": learner.target_actor}
+    state = {f"model.{k}": v for k, v in learner.model.state_dict().items()}
+    for name, target in targets.items():
+        state.update({f"{name}.{k}": v for k, v in target.net.state_dict().items()})
+    if isinstance(learner, SACLearner):
+        state["log_alpha"] = learner.log_alpha.detach()
+    return state
+
+
+def _same_updates(by_hand, by_autograd, weights: bool, steps: int = 6) -> None:
+    """Both learners take ``steps`` updates on the same batches and noise; metrics and states must agree."""
     assert by_hand.by_hand is not None and by_autograd.by_hand is None
-    for step in range(6):
+    for step in range(steps):
         batch = _batch(64, step, weights)
         torch.manual_seed(100 + step)  # the same noise draws, in the same order
         hand_metrics, _ = by_hand.update(batch)
@@ -57,8 +63,32 @@ def test_hand_written_sac_updates_match_autograd(model, sac, weights):
     hand_state, autograd_state = _state(by_hand), _state(by_autograd)
     for key, value in autograd_state.items():
         torch.testing.assert_close(hand_state[key], value, rtol=1e-4, atol=1e-5, msg=key)
-    # ... and the update moved them (the comparison is not between two untouched networks).
-    assert not torch.equal(hand_state["model.actor.net.0.weight"], _learner(True, model, **sac).model.actor.net[0].weight)
+
+
+@pytest.mark.parametrize("model, sac, weights", [
+    (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, False),
+    (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, True),  # prioritized replay's IS weights
+    (ContinuousModelConfig(hidden_sizes=(24,), activation="tanh", num_critics=3), {"policy_frequency": 2}, False),
+    (ContinuousModelConfig(hidden_sizes=(16, 24, 16), num_critics=1), {"autotune": False}, True),
+])
+def test_hand_written_sac_updates_match_autograd(model, sac, weights):
+    by_hand = _learner(True, model, **sac)
+    _same_updates(by_hand, _learner(False, model, **sac), weights)
+    # ... and the updates moved the networks (not a comparison of two untouched ones).
+    assert not torch.equal(by_hand.model.actor.net[0].weight, _learner(True, model, **sac).model.actor.net[0].weight)
+
+
+@pytest.mark.parametrize("model, td3, weights", [
+    (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, False),  # delayed actor, smoothed targets
+    (ContinuousModelConfig(hidden_sizes=(32, 32)), {"policy_frequency": 1}, True),
+    # DDPG: one critic, no smoothing, an actor step after every critic step
+    (ContinuousModelConfig(hidden_sizes=(24,), activation="tanh", num_critics=1),
+     {"policy_noise": 0.0, "policy_frequency": 1}, False),
+])
+def test_hand_written_td3_updates_match_autograd(model, td3, weights):
+    by_hand = _td3(True, model, **td3)
+    _same_updates(by_hand, _td3(False, model, **td3), weights)
+    assert not torch.equal(by_hand.model.actor.net[0].weight, _td3(True, model, **td3).model.actor.net[0].weight)
 
 
 def test_the_mlp_gradients_equal_autograds_on_a_fixed_batch():
@@ -103,5 +133,6 @@ def test_networks_the_hand_written_gradients_do_not_cover_are_refused():
 
 
 def test_bf16_learning_keeps_autograd():
-    agent = ContinuousAgent(OBS, ACT, ContinuousModelConfig(hidden_sizes=(16, 16)), stochastic=True)
-    assert SACLearner(agent, SACConfig(), 3, precision="bf16").by_hand is None
+    model = ContinuousModelConfig(hidden_sizes=(16, 16))
+    assert SACLearner(ContinuousAgent(OBS, ACT, model, stochastic=True), SACConfig(), 3, precision="bf16").by_hand is None
+    assert TD3Learner(ContinuousAgent(OBS, ACT, model, stochastic=False), TD3Config(), precision="bf16").by_hand is None
