@@ -7,6 +7,8 @@ The module keeps its parameters (as views into the flat tensor), so ``state_dict
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -52,7 +54,8 @@ def clip_grad_norm(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
     grads = [p.grad for p in params if p.grad is not None]
     if len(grads) == 1:  # a flat parameter: three tensor operations
         norm = torch.linalg.vector_norm(grads[0])
-        grads[0].mul_((max_norm / (norm + 1e-6)).clamp_(max=1.0))
+        if max_norm != math.inf:  # no clipping (SAC's and TD3's default): the norm alone
+            grads[0].mul_((max_norm / (norm + 1e-6)).clamp_(max=1.0))
         return norm
     if grads:
         return nn.utils.clip_grad_norm_(params, max_norm, foreach=True)

@@ -1,0 +1,110 @@
+"""One SAC or TD3 update, with the hand-written gradients and with autograd, side by side.
+
+`seedpool.algos.offpolicy_gradients` computes the float32 gradients of SAC and TD3 by hand;
+``hand_gradients=False`` gives autograd's. This measures what that saves per update, apart
+from everything else a run does: two learners of each algorithm with the same initial
+networks live in one process and take updates on the same replay-sized minibatches, in
+alternating blocks (hand, autograd, hand, ...) so that machine noise hits both; each block's
+milliseconds per update, and the ratio within each pair of blocks, median over the pairs.
+
+    .venv/bin/python benchmarks/offpolicy_update.py [--algos sac,td3] [--sizes halfcheetah,pendulum]
+        [--blocks 10] [--updates 50] [--threads 2] [--note TEXT]
+
+Sizes: ``halfcheetah`` is HalfCheetah-v5 (17 observations, 6 actions) with the MuJoCo
+defaults (256-256 networks, minibatch 256); ``pendulum`` is Pendulum-v1 (3, 1) with its
+defaults (64-64, minibatch 256). Writes benchmarks/results/offpolicy_update.md.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from seedpool.algos.sac import SACConfig, SACLearner
+from seedpool.algos.td3 import TD3Config, TD3Learner
+from seedpool.bench.report import machine_info, write_markdown
+from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
+
+OUT = Path(__file__).parent / "results" / "offpolicy_update.md"
+SIZES = {"halfcheetah": (17, 6, (256, 256)), "pendulum": (3, 1, (64, 64))}
+MINIBATCH = 256
+
+
+def learner(algo: str, size: str, hand: bool):
+    obs_dim, act_dim, hidden = SIZES[size]
+    torch.manual_seed(0)
+    obs = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float64)
+    act = gym.spaces.Box(-1.0, 1.0, (act_dim,), np.float32)
+    agent = ContinuousAgent(obs, act, ContinuousModelConfig(hidden_sizes=hidden), stochastic=algo == "sac")
+    if algo == "sac":  # one actor step per critic step, as SB3 and the speed benchmark
+        return SACLearner(agent, SACConfig(policy_frequency=1, hand_gradients=hand), act_dim)
+    return TD3Learner(agent, TD3Config(hand_gradients=hand))  # TD3's delayed actor: every 2nd step
+
+
+def batches(size: str, n: int = 8) -> list[dict]:
+    obs_dim, act_dim, _ = SIZES[size]
+    rng = np.random.default_rng(0)
+    return [{"obs": rng.standard_normal((MINIBATCH, obs_dim)), "next_obs": rng.standard_normal((MINIBATCH, obs_dim)),
+             "action": rng.uniform(-1, 1, (MINIBATCH, act_dim)).astype(np.float32),
+             "reward": rng.standard_normal(MINIBATCH).astype(np.float32),
+             "discount": np.full(MINIBATCH, 0.99, np.float32), "weights": None, "indices": np.arange(MINIBATCH)}
+            for _ in range(n)]
+
+
+def measure(algo: str, size: str, blocks: int, updates: int) -> dict[str, list[float]]:
+    """Milliseconds per update of each block, per variant."""
+    learners = {"hand": learner(algo, size, True), "autograd": learner(algo, size, False)}
+    data = batches(size)
+    times: dict[str, list[float]] = {name: [] for name in learners}
+    for lrn in learners.values():  # warm-up
+        for i in range(20):
+            lrn.update(data[i % len(data)])
+    for _ in range(blocks):
+        for name, lrn in learners.items():
+            start = time.perf_counter()
+            for i in range(updates):
+                lrn.update(data[i % len(data)])
+            times[name].append((time.perf_counter() - start) / updates * 1e3)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--algos", default="sac,td3")
+    parser.add_argument("--sizes", default="halfcheetah,pendulum")
+    parser.add_argument("--blocks", type=int, default=10)
+    parser.add_argument("--updates", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--note", default="", help="what else ran on the machine")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    info = machine_info()
+    lines = ["# SAC and TD3 updates: hand-written gradients against autograd (float32)", "",
+             f"Written by `python benchmarks/offpolicy_update.py --algos {args.algos} --sizes {args.sizes} "
+             f"--blocks {args.blocks} --updates {args.updates} --threads {args.threads}` on {info['date']}.", "",
+             f"- machine: {info['machine']}; {info['kernel']}; Python {info['python']}; seedpool {info['seedpool']}",
+             f"- torch {info['torch']}, {args.threads} thread(s); minibatch {MINIBATCH}; SAC: an actor step per "
+             "critic step; TD3: its delayed actor (every 2nd step)",
+             *([f"- note: {args.note}"] if args.note else []), "",
+             "| algorithm | sizes | hand (ms/update) | autograd (ms/update) | autograd / hand, per pair: median [min-max] |",
+             "|---|---|---:|---:|---:|"]
+    for algo in args.algos.split(","):
+        for size in args.sizes.split(","):
+            t = measure(algo, size, args.blocks, args.updates)
+            ratios = [a / h for a, h in zip(t["autograd"], t["hand"])]
+            row = (f"| {algo} | {size} {SIZES[size][2]} | {statistics.median(t['hand']):.2f} | "
+                   f"{statistics.median(t['autograd']):.2f} | **{statistics.median(ratios):.2f}x** "
+                   f"[{min(ratios):.2f}-{max(ratios):.2f}] |")
+            print(row, flush=True)
+            lines.append(row)
+    write_markdown(args.out, lines)
+
+
+if __name__ == "__main__":
+    main()
