@@ -9,7 +9,8 @@ Log-probabilities are those of unit actions, so the target means the same on eve
 
 :class:`SACLearner` is a `MinibatchLearner`: ``update(batch)`` takes one critic step and,
 every ``policy_frequency`` of them, as many actor (and temperature) steps, as CleanRL does;
-the critics' targets follow by Polyak averaging.
+the critics' targets follow by Polyak averaging. In float32 the gradients are computed by hand
+(`seedpool.algos.offpolicy_gradients`, the same as autograd's); bf16 goes through autograd.
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from seedpool.algos.learner import GradientLearner
 from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
-from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.algos.offpolicy_gradients import SACGradients
+from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
 

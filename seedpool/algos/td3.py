@@ -7,7 +7,8 @@ policy updates), and the target actor and critics follow by Polyak averaging at 
 Acting adds ``N(0, exploration_noise^2)`` to the actor's unit action (`exploration_actions`).
 
 DDPG is ``--td3.policy-noise 0 --td3.policy-frequency 1 --model.num-critics 1``: one critic,
-no smoothing, an actor step after every critic step.
+no smoothing, an actor step after every critic step. In float32 the gradients are computed by
+hand (`seedpool.algos.offpolicy_gradients`, the same as autograd's); bf16 goes through autograd.
 """
 from __future__ import annotations
 
