@@ -91,11 +91,14 @@ def policy_act(model: ActorCritic, obs: torch.Tensor, state, first: torch.Tensor
 
 
 def make_optimizer(model: nn.Module, cfg: ImpalaConfig) -> torch.optim.Optimizer:
-    """The optimizer `cfg.optimizer` names."""
+    """The optimizer `cfg.optimizer` names, stepping every parameter in one fused (Adam) or
+    multi-tensor (RMSprop) call: torch's default on a CPU is a Python loop over the parameters,
+    which was 13% of a recurrent APPO learner's time on CartPole."""
+    fused = next(model.parameters()).device.type in ("cpu", "cuda")
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        return torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5, fused=fused)
     if cfg.optimizer == "rmsprop":
-        return torch.optim.RMSprop(model.parameters(), lr=cfg.learning_rate, alpha=0.99, eps=0.01)
+        return torch.optim.RMSprop(model.parameters(), lr=cfg.learning_rate, alpha=0.99, eps=0.01, foreach=True)
     raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {cfg.optimizer!r}")
 
 
