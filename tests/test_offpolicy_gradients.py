@@ -97,8 +97,8 @@ def test_the_mlp_gradients_equal_autograds_on_a_fixed_batch():
     flatten_parameters(net)
     x, grad_out = torch.randn(32, 7), torch.randn(32, 4)
     with torch.no_grad():
-        out, inputs = mlp_forward(net, x)
-        mlp_backward(net, inputs, grad_out)
+        out, inputs = mlp_forward(linear_layers(net), x)
+        mlp_backward(linear_layers(net), inputs, grad_out)
     hand = [p.grad.clone() for p in net.parameters()]
     for p in net.parameters():
         p.grad.zero_()

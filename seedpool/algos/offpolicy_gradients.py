@@ -28,8 +28,10 @@ from typing import Callable, Mapping
 import torch
 from torch import nn
 
-from seedpool.algos.offpolicy import td_target
-from seedpool.models.continuous import LOG_STD_MAX, LOG_STD_MIN, ContinuousAgent, squashed_gaussian
+from seedpool.algos.offpolicy import critic_loss, td_target
+from seedpool.models.continuous import (
+    LOG_STD_MAX, LOG_STD_MIN, ContinuousAgent, squashed_gaussian, squashed_log_std,
+)
 from seedpool.models.mlp_grad import linear_layers, mlp_backward, mlp_forward, twinq_backward, twinq_forward
 
 _HALF_RANGE = 0.5 * (LOG_STD_MAX - LOG_STD_MIN)
@@ -40,19 +42,17 @@ def critic_gradients(critic: nn.Module, data: Mapping[str, torch.Tensor], y: tor
     """Write the critics' gradients of their (IS-weighted) squared TD errors toward ``y`` into
     their ``.grad``; returns ``(loss, q [K, n])``."""
     q, inputs = twinq_forward(critic, torch.cat([data["obs"], data["action"]], dim=-1))
-    error = q - y
     weights = data.get("weights")
-    weighted = error if weights is None else error * weights
-    loss = (weighted * error).mean(-1).sum()
-    twinq_backward(critic, inputs, weighted.mul_(2.0 / error.shape[-1]))
-    return loss, q
+    grad_q = (q - y).mul_(2.0 / q.shape[-1])
+    twinq_backward(critic, inputs, grad_q if weights is None else grad_q.mul_(weights))
+    return critic_loss(q, y, weights), q
 
 
 class _ByHand:
     """What both algorithms' hand-written gradients hold: the agent and its actor's input width."""
 
     def __init__(self, agent: ContinuousAgent) -> None:
-        linear_layers(agent.actor.net)  # refuses what it cannot differentiate, at construction
+        self.actor_layers = linear_layers(agent.actor.net)  # refuses what it cannot differentiate, at construction
         self.agent = agent
         self.obs_dim = agent.actor.net[0].in_features
 
@@ -67,10 +67,10 @@ class SACGradients(_ByHand):
 
     def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         """``(mean, log_std, tanh(raw), layer inputs)`` of the actor."""
-        out, inputs = mlp_forward(self.agent.actor.net, obs)
+        out, inputs = mlp_forward(self.actor_layers, obs)
         mean, raw = out.chunk(2, dim=-1)
-        squashed = torch.tanh(raw)
-        return mean, LOG_STD_MIN + _HALF_RANGE * (squashed + 1.0), squashed, inputs
+        log_std, squashed = squashed_log_std(raw)
+        return mean, log_std, squashed, inputs
 
     @torch.no_grad()
     def critic(self, data: Mapping[str, torch.Tensor], alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -99,7 +99,7 @@ class SACGradients(_ByHand):
         grad_u = grad_action.mul_(1.0 - action * action).add_(action * (2.0 * grad_logp))
         grad_log_std = (grad_u * log_std.exp() * noise).sub_(grad_logp)
         grad_raw = grad_log_std.mul_(_HALF_RANGE * (1.0 - squashed * squashed))
-        mlp_backward(self.agent.actor.net, inputs, torch.cat([grad_u, grad_raw], dim=-1))
+        mlp_backward(self.actor_layers, inputs, torch.cat([grad_u, grad_raw], dim=-1))
         return loss, logp
 
 
@@ -124,11 +124,11 @@ class TD3Gradients(_ByHand):
     def actor(self, obs: torch.Tensor) -> torch.Tensor:
         """Write the actor's gradient of ``-mean Q_1(s, mu(s))`` (only the first critic is run;
         none takes a gradient); returns the loss."""
-        out, inputs = mlp_forward(self.agent.actor.net, obs)
+        out, inputs = mlp_forward(self.actor_layers, obs)
         action = torch.tanh(out)
         q, critic_inputs = twinq_forward(self.agent.critic, torch.cat([obs, action], dim=-1), num_critics=1)
         grad_q = torch.full_like(q, -1.0 / obs.shape[0])
         grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weights=False,
                                      input_from=self.obs_dim, num_critics=1)
-        mlp_backward(self.agent.actor.net, inputs, grad_action.mul_(1.0 - action * action))
+        mlp_backward(self.actor_layers, inputs, grad_action.mul_(1.0 - action * action))
         return -q[0].mean()

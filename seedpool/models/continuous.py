@@ -103,6 +103,13 @@ def squashed_gaussian(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Te
     return torch.tanh(u), gaussian - log_det
 
 
+def squashed_log_std(raw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The actor's raw output squashed smoothly into ``[LOG_STD_MIN, LOG_STD_MAX]``, and
+    ``tanh(raw)`` (the hand-written backward's derivative reads it)."""
+    squashed = torch.tanh(raw)
+    return LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (squashed + 1.0), squashed
+
+
 class SquashedGaussianActor(nn.Module):
     """SAC's policy: an MLP gives the mean and log std of a Gaussian whose draw goes through tanh."""
 
@@ -113,8 +120,7 @@ class SquashedGaussianActor(nn.Module):
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean, log_std)`` ``[B, A]`` each, log std squashed smoothly into its range."""
         mean, raw = self.net(obs.flatten(1).float()).float().chunk(2, dim=-1)
-        log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (torch.tanh(raw) + 1.0)
-        return mean, log_std
+        return mean, squashed_log_std(raw)[0]
 
     def sample(self, obs: torch.Tensor, deterministic: bool = False,
                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:

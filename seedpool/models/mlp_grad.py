@@ -32,8 +32,13 @@ _BACKWARD = {
 _BY_NAME = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
 
-def linear_layers(net: nn.Sequential) -> tuple[list[nn.Linear], type[nn.Module]]:
-    """The ``nn.Linear`` layers of an MLP and its one activation class; ValueError for anything else."""
+Layers = tuple[list[nn.Linear], type[nn.Module]]
+"""An MLP as `mlp_forward` and `mlp_backward` read it: its linear layers and its activation class."""
+
+
+def linear_layers(net: nn.Sequential) -> Layers:
+    """The ``nn.Linear`` layers of an MLP and its one activation class (found once, handed to
+    every pass); ValueError for anything else."""
     linears = [m for m in net if isinstance(m, nn.Linear)]
     acts = {type(m) for m in net if not isinstance(m, nn.Linear)}
     if len(acts) > 1 or not acts <= set(_FORWARD) or len(linears) != len(net) - len(linears) + 1:
@@ -41,9 +46,9 @@ def linear_layers(net: nn.Sequential) -> tuple[list[nn.Linear], type[nn.Module]]
     return linears, (acts.pop() if acts else nn.ReLU)
 
 
-def mlp_forward(net: nn.Sequential, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """``net(x)`` and each layer's input (what `mlp_backward` needs)."""
-    linears, act = linear_layers(net)
+def mlp_forward(layers: Layers, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The MLP of `linear_layers` on ``x``, and each layer's input (what `mlp_backward` needs)."""
+    linears, act = layers
     inputs = []
     for i, layer in enumerate(linears):
         inputs.append(x)
@@ -53,14 +58,14 @@ def mlp_forward(net: nn.Sequential, x: torch.Tensor) -> tuple[torch.Tensor, list
     return x, inputs
 
 
-def mlp_backward(net: nn.Sequential, inputs: list[torch.Tensor], grad_out: torch.Tensor,
+def mlp_backward(layers: Layers, inputs: list[torch.Tensor], grad_out: torch.Tensor,
                  weights: bool = True) -> torch.Tensor | None:
-    """Backpropagate ``grad_out`` (the gradient of the loss w.r.t. ``net``'s output) through ``net``.
+    """Backpropagate ``grad_out`` (the gradient of the loss w.r.t. the MLP's output) through it.
 
     ``weights``: write the parameters' gradients into their ``.grad`` (overwritten, not
     added to). Returns the gradient w.r.t. the input when ``weights`` is False, else None
     (the actors' inputs are observations, which take none)."""
-    linears, act = linear_layers(net)
+    linears, act = layers
     grad = grad_out
     for i in range(len(linears) - 1, -1, -1):
         layer = linears[i]
