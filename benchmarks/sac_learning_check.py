@@ -10,7 +10,7 @@ seed each; the table lists every training episode's return (episodes are 1,000 s
 episode i ends near env step 1,000 i in every run).
 
     python benchmarks/sac_learning_check.py [--steps 30000] [--learning-starts 5000] [--seed 1]
-        [--runs seedpool-auto,seedpool-fp32,sb3]
+        [--runs seedpool-auto,seedpool-fp32,seedpool-fp32-actor-after,sb3]
 
 writes benchmarks/results/sac_learning_check.md.
 """
@@ -34,8 +34,10 @@ ENV = "HalfCheetah-v5"
 LR = 3e-4
 
 
-def run_seedpool(steps: int, learning_starts: int, seed: int, precision: str) -> tuple[list[float], float]:
-    """(episode returns in order, seconds) of one seedpool run."""
+def run_seedpool(steps: int, learning_starts: int, seed: int, variant: str) -> tuple[list[float], float]:
+    """(episode returns in order, seconds) of one seedpool run; ``variant``: a precision (``auto``,
+    ``fp32``, ``bf16``), optionally followed by ``-actor-after`` (without SAC's joint update)."""
+    precision, joint = variant.split("-")[0], "-actor-after" not in variant
     from seedpool.experiment.metrics import series
     from seedpool.trainers.sac import sac_defaults, train_sac
 
@@ -44,7 +46,8 @@ def run_seedpool(steps: int, learning_starts: int, seed: int, precision: str) ->
                               progress="off", checkpoint_every_s=1e9, backend="serial", precision=precision,
                               torch_threads=1,
                               sac=dataclasses.replace(cfg.sac, learning_starts=learning_starts, q_lr=LR, policy_lr=LR,
-                                                      policy_frequency=1, alpha=1.0, buffer_size=steps))
+                                                      policy_frequency=1, alpha=1.0, buffer_size=steps,
+                                                      joint_update=joint))
     result = train_sac(cfg)
     _, _, returns = series(result.run_dir / "metrics.csv", "charts/episodic_return")
     return list(returns), result.step / result.sps

@@ -90,19 +90,21 @@ THREADS = 1
 
 
 def run_seedpool(total: int, learning_starts: int, seed: int, precision: str) -> Result:
-    """``precision``: ``auto``, ``fp32``, ``bf16``, or ``fp32-autograd`` (fp32 without the hand-written
-    gradients of `seedpool.algos.offpolicy_gradients`, as every fp32 update was before them)."""
+    """``precision``: ``auto``, ``fp32`` or ``bf16``, optionally followed by ``-autograd`` (without
+    the hand-written gradients of `seedpool.algos.offpolicy_gradients`, as every fp32 update was
+    before them) and/or ``-actor-after`` (without the joint update: the actor steps after the
+    critics, in a pass of its own, as before it), e.g. ``fp32-actor-after``."""
     from seedpool.trainers.sac import sac_defaults, train_sac
 
-    label, hand = f"seedpool {precision}", not precision.endswith("-autograd")
-    precision = precision.removesuffix("-autograd")
+    label, hand, joint = f"seedpool {precision}", "-autograd" not in precision, "-actor-after" not in precision
+    precision = precision.split("-")[0]
     cfg = sac_defaults(ENV)
     cfg = dataclasses.replace(cfg, total_timesteps=total, seed=seed, runs_dir=Path(tempfile.mkdtemp()),
                               progress="off", checkpoint_every_s=1e9, backend="serial",
                               precision=precision, torch_threads=THREADS,
                               sac=dataclasses.replace(cfg.sac, learning_starts=learning_starts, q_lr=LR, policy_lr=LR,
                                                       policy_frequency=1, buffer_size=max(total, 10_000),
-                                                      hand_gradients=hand))
+                                                      hand_gradients=hand, joint_update=joint))
     load = os.getloadavg()[0]
     result = train_sac(cfg)
     # The run's own clock: training time, setup excluded.

@@ -66,12 +66,15 @@ def _same_updates(by_hand, by_autograd, weights: bool, steps: int = 6) -> None:
 
 
 @pytest.mark.parametrize("model, sac, weights", [
-    (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, False),
+    (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, False),  # the joint update (the default)
     (ContinuousModelConfig(hidden_sizes=(32, 32)), {}, True),  # prioritized replay's IS weights
+    (ContinuousModelConfig(hidden_sizes=(32, 32)), {"joint_update": False}, True),  # the actor after the critics
     (ContinuousModelConfig(hidden_sizes=(24,), activation="tanh", num_critics=3), {"policy_frequency": 2}, False),
     (ContinuousModelConfig(hidden_sizes=(16, 24, 16), num_critics=1), {"autotune": False}, True),
 ])
 def test_hand_written_sac_updates_match_autograd(model, sac, weights):
+    # Both paths draw the same noise only when they take the same steps: the joint update draws
+    # one [2n, A] block, the order with the actor after the critics two [n, A] ones.
     by_hand = _learner(True, model, **sac)
     _same_updates(by_hand, _learner(False, model, **sac), weights)
     # ... and the updates moved the networks (not a comparison of two untouched ones).
@@ -117,7 +120,7 @@ def test_the_critics_input_gradient_equals_autograds_and_leaves_their_weights_al
     obs, action, grad_q = torch.randn(32, 5), torch.randn(32, 3, requires_grad=True), torch.randn(2, 32)
     with torch.no_grad():
         q, inputs = twinq_forward(critic, torch.cat([obs, action], dim=-1))
-        grad_action = twinq_backward(critic, inputs, grad_q, weights=False, input_from=5)
+        grad_action = twinq_backward(critic, inputs, grad_q, weight_rows=0, input_from=5)
     assert all(not p.grad.any() for p in critic.parameters())
     expected = critic(obs, action)
     (expected * grad_q).sum().backward()
@@ -136,3 +139,52 @@ def test_bf16_learning_keeps_autograd():
     model = ContinuousModelConfig(hidden_sizes=(16, 16))
     assert SACLearner(ContinuousAgent(OBS, ACT, model, stochastic=True), SACConfig(), 3, precision="bf16").by_hand is None
     assert TD3Learner(ContinuousAgent(OBS, ACT, model, stochastic=False), TD3Config(), precision="bf16").by_hand is None
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_the_joint_sac_gradients_are_the_critic_and_actor_gradients_on_the_same_networks(weights):
+    # The joint pass (one actor forward over next_obs and obs, one critic forward over both
+    # action sets, one backward that splits the rows) against the critic's and the actor's own
+    # passes on the unchanged networks, with the same noise.
+    learner = _learner(True, ContinuousModelConfig(hidden_sizes=(32, 32)))
+    by_hand = learner.by_hand
+    batch = _batch(48, 0, weights)
+    data = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in batch.items() if k != "indices" and v is not None}
+    alpha = torch.tensor(0.3)
+    noise = torch.randn(96, 3)
+    params = [*learner.model.critic.parameters(), *learner.model.actor.parameters()]
+
+    loss, q, actor_loss, logp = by_hand.joint(data, alpha, noise)
+    joint = [p.grad.clone() for p in params]
+    for p in params:
+        p.grad.fill_(float("nan"))  # every gradient must be written again, not left over
+    critic_loss, critic_q = by_hand.critic(data, alpha, noise[:48])
+    own_actor_loss, own_logp = by_hand.actor(data["obs"], alpha, noise[48:])
+    for got, want in zip(joint, [p.grad for p in params]):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(loss, critic_loss)
+    torch.testing.assert_close(q, critic_q)
+    torch.testing.assert_close(actor_loss, own_actor_loss)
+    torch.testing.assert_close(logp, own_logp)
+
+
+def test_the_joint_update_reads_the_critics_before_their_step_and_the_other_order_after():
+    # Same batch, same noise, one update each: the critics step alike (their loss does not read
+    # the actor's step); the actors' gradients differ, because one read the stepped critics.
+    # (Their weights after Adam's first step would not: that step moves by the gradient's sign.)
+    model = ContinuousModelConfig(hidden_sizes=(32, 32))
+    joint, after = _learner(True, model), _learner(True, model, joint_update=False)
+    batch = _batch(64, 0, False)  # 64 x 3 noise: one [128, 3] draw equals two [64, 3] ones
+    for learner in (joint, after):
+        torch.manual_seed(7)
+        learner.update(batch)
+    torch.testing.assert_close(joint.model.critic.state_dict(), after.model.critic.state_dict())
+    grads = [learner.model.actor.net[0].weight.grad for learner in (joint, after)]
+    assert not torch.allclose(*grads, rtol=1e-3, atol=0)
+    # With the critics' learning rate at 0 their step changes nothing, and the two orders agree.
+    joint, after = _learner(True, model, q_lr=0.0), _learner(True, model, q_lr=0.0, joint_update=False)
+    for learner in (joint, after):
+        torch.manual_seed(7)
+        learner.update(batch)
+    torch.testing.assert_close(joint.model.state_dict(), after.model.state_dict())
+    torch.testing.assert_close(*[learner.model.actor.net[0].weight.grad for learner in (joint, after)])

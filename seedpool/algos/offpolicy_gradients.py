@@ -42,10 +42,19 @@ def critic_gradients(critic: nn.Module, data: Mapping[str, torch.Tensor], y: tor
     """Write the critics' gradients of their (IS-weighted) squared TD errors toward ``y`` into
     their ``.grad``; returns ``(loss, q [K, n])``."""
     q, inputs = twinq_forward(critic, torch.cat([data["obs"], data["action"]], dim=-1))
-    weights = data.get("weights")
-    grad_q = (q - y).mul_(2.0 / q.shape[-1])
-    twinq_backward(critic, inputs, grad_q if weights is None else grad_q.mul_(weights))
-    return critic_loss(q, y, weights), q
+    twinq_backward(critic, inputs, _td_grad(q, y, data.get("weights"), torch.empty_like(q)))
+    return critic_loss(q, y, data.get("weights")), q
+
+
+def _td_grad(q: torch.Tensor, y: torch.Tensor, weights: torch.Tensor | None, out: torch.Tensor) -> torch.Tensor:
+    """``dL/dQ_kn = 2 w_n (Q_kn - y_n) / n`` of the critics' loss, written into ``out``."""
+    torch.mul(q - y, 2.0 / q.shape[-1], out=out)
+    return out if weights is None else out.mul_(weights)
+
+
+def _normal(like: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
+    """``noise``, or a standard normal draw of ``like``'s shape."""
+    return torch.randn(like.shape, device=like.device) if noise is None else noise
 
 
 class _ByHand:
@@ -73,34 +82,72 @@ class SACGradients(_ByHand):
         return mean, log_std, squashed, inputs
 
     @torch.no_grad()
-    def critic(self, data: Mapping[str, torch.Tensor], alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the critics' gradients of the soft TD loss; returns ``(loss, q [K, n])``."""
+    def critic(self, data: Mapping[str, torch.Tensor], alpha: torch.Tensor, noise: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the critics' gradients of the soft TD loss; returns ``(loss, q [K, n])``.
+        ``noise``: the next actions' standard normal draws (None: drawn here)."""
         next_obs = data["next_obs"]
         mean, log_std, _, _ = self._policy(next_obs)
-        next_action, next_logp = squashed_gaussian(mean, log_std, torch.randn(mean.shape, device=mean.device))
+        next_action, next_logp = squashed_gaussian(mean, log_std, _normal(mean, noise))
         next_q = twinq_forward(self.target, torch.cat([next_obs, next_action], dim=-1))[0].min(dim=0).values
         return critic_gradients(self.agent.critic, data, td_target(data["reward"], data["discount"],
                                                                    next_q - alpha * next_logp))
 
     @torch.no_grad()
-    def actor(self, obs: torch.Tensor, alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def actor(self, obs: torch.Tensor, alpha: torch.Tensor, noise: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
         """Write the actor's gradient of ``mean(alpha log pi - min_k Q_k)`` (the critics take
-        none); returns ``(loss, log pi [n])``."""
+        none); returns ``(loss, log pi [n])``. ``noise`` as `critic`'s."""
         n = obs.shape[0]
         mean, log_std, squashed, inputs = self._policy(obs)
-        noise = torch.randn(mean.shape, device=mean.device)
+        noise = _normal(mean, noise)
         action, logp = squashed_gaussian(mean, log_std, noise)
         q, critic_inputs = twinq_forward(self.agent.critic, torch.cat([obs, action], dim=-1))
         q_min, chosen = q.min(dim=0)
-        loss = (alpha * logp - q_min).mean()
         grad_q = torch.zeros_like(q).scatter_(0, chosen.unsqueeze(0), -1.0 / n)
-        grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weights=False, input_from=self.obs_dim)
-        grad_logp = alpha / n
+        grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weight_rows=0, input_from=self.obs_dim)
+        self._actor_backward(inputs, grad_action, action, log_std, squashed, noise, alpha)
+        return (alpha * logp - q_min).mean(), logp
+
+    @torch.no_grad()
+    def joint(self, data: Mapping[str, torch.Tensor], alpha: torch.Tensor, noise: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Write the critics' and the actor's gradients of their losses, both on the networks as
+        they are now (the SAC authors' order: the actor's loss reads the critics before their
+        step), in one pass: the actor reads ``obs`` and ``next_obs`` as one batch, the critics the
+        replayed and the policy's actions as one. Returns ``(critic loss, q [K, n], actor loss,
+        log pi [n])``. ``noise``: one draw for both, ``next_obs``' rows first (None: drawn here);
+        with the same noise, the gradients are those of `critic` and `actor` on these networks."""
+        obs, next_obs = data["obs"], data["next_obs"]
+        n = obs.shape[0]
+        mean, log_std, squashed, inputs = self._policy(torch.cat([next_obs, obs]))
+        noise = _normal(mean, noise)
+        action, logp = squashed_gaussian(mean, log_std, noise)
+        next_q = twinq_forward(self.target, torch.cat([next_obs, action[:n]], dim=-1))[0].min(dim=0).values
+        y = td_target(data["reward"], data["discount"], next_q - alpha * logp[:n])
+        # The critics' rows: the replayed actions, then the policy's.
+        rows = torch.cat([torch.cat([obs, obs]), torch.cat([data["action"], action[n:]])], dim=-1)
+        q_both, critic_inputs = twinq_forward(self.agent.critic, rows)
+        q, q_pi = q_both[:, :n], q_both[:, n:]
+        q_min, chosen = q_pi.min(dim=0)
+        grad_q = torch.empty_like(q_both)
+        _td_grad(q, y, data.get("weights"), grad_q[:, :n])
+        grad_q[:, n:].zero_().scatter_(0, chosen.unsqueeze(0), -1.0 / n)
+        grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weight_rows=n, input_from=self.obs_dim)
+        own = slice(n, None)  # the actor's loss reads the obs rows
+        self._actor_backward([x[own] for x in inputs], grad_action, action[own], log_std[own], squashed[own],
+                             noise[own], alpha)
+        return critic_loss(q, y, data.get("weights")), q, (alpha * logp[own] - q_min).mean(), logp[own]
+
+    def _actor_backward(self, inputs: list[torch.Tensor], grad_action: torch.Tensor, action: torch.Tensor,
+                        log_std: torch.Tensor, squashed: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor) -> None:
+        """From ``dL/da`` (the critics' part of the actor's loss) to the actor's weight gradients,
+        adding the entropy term's (see the module docstring)."""
+        grad_logp = alpha / action.shape[0]
         grad_u = grad_action.mul_(1.0 - action * action).add_(action * (2.0 * grad_logp))
         grad_log_std = (grad_u * log_std.exp() * noise).sub_(grad_logp)
         grad_raw = grad_log_std.mul_(_HALF_RANGE * (1.0 - squashed * squashed))
         mlp_backward(self.actor_layers, inputs, torch.cat([grad_u, grad_raw], dim=-1))
-        return loss, logp
 
 
 class TD3Gradients(_ByHand):
@@ -128,7 +175,7 @@ class TD3Gradients(_ByHand):
         action = torch.tanh(out)
         q, critic_inputs = twinq_forward(self.agent.critic, torch.cat([obs, action], dim=-1), num_critics=1)
         grad_q = torch.full_like(q, -1.0 / obs.shape[0])
-        grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weights=False,
+        grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weight_rows=0,
                                      input_from=self.obs_dim, num_critics=1)
         mlp_backward(self.actor_layers, inputs, grad_action.mul_(1.0 - action * action))
         return -q[0].mean()

@@ -43,6 +43,12 @@ class SACConfig(OffPolicyConfig):
     policy_frequency: int = 1
     """Critic steps per round of actor steps; each round takes this many actor steps, so the
     actor keeps the critics' pace (CleanRL's 2; SB3's 1)."""
+    joint_update: bool = True
+    """With ``policy_frequency`` 1: compute the actor's loss on the critics as they were before
+    this step's critic step, as the SAC authors' implementation does, so that both losses come
+    from one pass over the minibatch (one actor forward over ``obs`` and ``next_obs``, one
+    critic forward over the replayed and the policy's actions). False: the actor's loss reads
+    the critics after their step (SB3's and CleanRL's order), two passes."""
     alpha: float = 0.2
     """Entropy temperature: the initial value with autotune, the fixed one without."""
     autotune: bool = True
@@ -98,9 +104,28 @@ class SACLearner(GradientLearner):
         NonFiniteLossError before touching the parameters of the network whose loss went bad."""
         data = batch_tensors(batch, self.device)
         data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
+        if self.cfg.joint_update and self.cfg.policy_frequency == 1:
+            loss, q, grad_norm = self.joint_step(data, env_steps)
+        else:
+            loss, q, grad_norm = self.critic_step(data, env_steps)
+            if self.version % self.cfg.policy_frequency == 0:
+                for _ in range(self.cfg.policy_frequency):
+                    self._actor_metrics = self.actor_update(data)
+        if self.version % self.cfg.target_network_frequency == 0:
+            self.target.update(self.cfg.tau)
+        metrics = {
+            "losses/qf_loss": float(loss.detach()), "losses/qf_values": float(q.detach().mean()),
+            "losses/qf_grad_norm": float(grad_norm), **self._actor_metrics,
+            **merged_profile(self.gradient.profile(), self.actor_step.profile(), self.alpha_step.profile()),
+        }
+        return ReplayUpdate(metrics, None)
+
+    def critic_step(self, data: dict[str, torch.Tensor], env_steps: int = 0
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One critic step; returns ``(loss, q, gradient norm)``."""
         if self.by_hand is not None:
             started = time.perf_counter()
-            data["obs"], data["next_obs"] = data["obs"].flatten(1).float(), data["next_obs"].flatten(1).float()
+            self._flat_obs(data)
             loss, q = self.by_hand.critic(data, self.alpha)
             grad_norm = self.gradient.apply(loss, self.version, started)
         else:
@@ -111,17 +136,38 @@ class SACLearner(GradientLearner):
                 loss = critic_loss(q, y, data.get("weights"))
             grad_norm = self.gradient(loss, self.version)
         self._advance(env_steps)
-        if self.version % self.cfg.policy_frequency == 0:
-            for _ in range(self.cfg.policy_frequency):
-                self._actor_metrics = self.actor_update(data)
-        if self.version % self.cfg.target_network_frequency == 0:
-            self.target.update(self.cfg.tau)
-        metrics = {
-            "losses/qf_loss": float(loss.detach()), "losses/qf_values": float(q.detach().mean()),
-            "losses/qf_grad_norm": float(grad_norm), **self._actor_metrics,
-            **merged_profile(self.gradient.profile(), self.actor_step.profile(), self.alpha_step.profile()),
-        }
-        return ReplayUpdate(metrics, None)
+        return loss, q, grad_norm
+
+    def joint_step(self, data: dict[str, torch.Tensor], env_steps: int = 0
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A critic step and an actor step (and a temperature step with autotune) whose losses
+        both read the networks as they are now (``joint_update``); returns the critics' ``(loss,
+        q, gradient norm)``."""
+        alpha, n = self.alpha, data["obs"].shape[0]
+        if self.by_hand is not None:
+            started = time.perf_counter()
+            self._flat_obs(data)
+            loss, q, actor_loss, logp = self.by_hand.joint(data, alpha)
+            grad_norm = self.gradient.apply(loss, self.version, started)
+            self.actor_step.apply(actor_loss, self.version, time.perf_counter())
+        else:
+            agent = self.model
+            with self.gradient.autocast():
+                action, all_logp = agent.actor.sample(torch.cat([data["next_obs"], data["obs"]]))
+                with torch.no_grad():
+                    next_q = self.target.net(data["next_obs"], action[:n]).min(dim=0).values
+                    y = td_target(data["reward"], data["discount"], next_q - alpha * all_logp[:n])
+                q = agent.critic(data["obs"], data["action"])
+                loss = critic_loss(q, y, data.get("weights"))
+                logp = all_logp[n:]
+                with frozen(agent.critic):
+                    actor_loss = (alpha * logp - agent.critic(data["obs"], action[n:]).min(dim=0).values).mean()
+            # The actor's backward reads the critics' weights: it goes before their step.
+            self.actor_step(actor_loss, self.version)
+            grad_norm = self.gradient(loss, self.version)
+        self._advance(env_steps)
+        self._actor_metrics = self._temperature_step(alpha, actor_loss, logp)
+        return loss, q, grad_norm
 
     def actor_update(self, data: Mapping[str, torch.Tensor]) -> dict[str, float]:
         """One actor step (and one temperature step with autotune) on these observations."""
@@ -137,13 +183,29 @@ class SACLearner(GradientLearner):
                 q = agent.critic(data["obs"], action).min(dim=0).values
                 actor_loss = (alpha * logp - q).mean()
             self.actor_step(actor_loss, self.version)
+        return self._temperature_step(alpha, actor_loss, logp)
+
+    def _temperature_step(self, alpha: torch.Tensor, actor_loss: torch.Tensor, logp: torch.Tensor) -> dict[str, float]:
+        """The temperature's step with autotune, after an actor step; returns the actor's metrics."""
         metrics = {"losses/actor_loss": float(actor_loss.detach()), "losses/alpha": float(alpha),
                    "losses/entropy": float(-logp.detach().mean())}
         if self.cfg.autotune:
-            alpha_loss = self.temperature_loss(logp.detach())
-            self.alpha_step(alpha_loss, self.version)
+            if self.by_hand is not None:  # d loss / d log_alpha = -mean(log pi + target entropy)
+                started = time.perf_counter()
+                gap = logp.detach().mean() + self.target_entropy
+                alpha_loss = -(self.log_alpha.detach() * gap)
+                self.log_alpha.grad = -gap
+                self.alpha_step.apply(alpha_loss, self.version, started)
+            else:
+                alpha_loss = self.temperature_loss(logp.detach())
+                self.alpha_step(alpha_loss, self.version)
             metrics["losses/alpha_loss"] = float(alpha_loss.detach())
         return metrics
+
+    @staticmethod
+    def _flat_obs(data: dict[str, torch.Tensor]) -> None:
+        """The observations as the hand-written gradients read them: flat float32 rows."""
+        data["obs"], data["next_obs"] = data["obs"].flatten(1).float(), data["next_obs"].flatten(1).float()
 
     def temperature_loss(self, logp: torch.Tensor) -> torch.Tensor:
         """``-log_alpha * (log pi + target_entropy)``: its gradient raises alpha while the entropy

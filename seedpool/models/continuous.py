@@ -167,18 +167,24 @@ class TwinQ(nn.Module):
             self.weights.append(nn.Parameter(torch.stack([m.weight.detach().T for m in layers])))
             self.biases.append(nn.Parameter(torch.stack([m.bias.detach()[None] for m in layers])))
 
+    def layer_params(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Each layer's stacked weights ``[K, in, out]`` and biases ``[K, 1, out]``, as plain lists
+        (slicing a ``ParameterList`` builds a new module each time: ~100 us on a CPU)."""
+        return list(self.weights._parameters.values()), list(self.biases._parameters.values())
+
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Q-values ``[num_critics, B]`` (float32)."""
         x = torch.cat([obs.flatten(1).float(), action.float()], dim=-1)
         x = x.unsqueeze(0).expand(self.num_critics, *x.shape)
-        for w, b in zip(self.weights[:-1], self.biases[:-1]):
+        weights, biases = self.layer_params()
+        for w, b in zip(weights[:-1], biases[:-1]):
             x = self.activation(torch.baddbmm(b, x, w))
         # The output layer in float32 even under bf16 autocast: Q-values reach the hundreds,
         # where bf16's 8-bit mantissa would round them (and the TD errors) by whole units. A
         # product with one output column is a dot product per row: multiply and sum is cheaper
         # than a matrix product (and its backward than the outer product bmm's would take).
         with torch.autocast(x.device.type, enabled=False):
-            return (x.float() * self.weights[-1].transpose(1, 2)).sum(-1) + self.biases[-1].squeeze(-1)
+            return (x.float() * weights[-1].transpose(1, 2)).sum(-1) + biases[-1].squeeze(-1)
 
 
 class ContinuousAgent(nn.Module):

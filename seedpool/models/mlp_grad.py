@@ -86,48 +86,59 @@ def twinq_forward(critic: nn.Module, x: torch.Tensor, num_critics: int | None = 
     ``[K, B]`` and each layer's input ``[K, B, in]``; ``num_critics``: only the first K critics."""
     k = critic.num_critics if num_critics is None else num_critics
     act = _BY_NAME[critic.activation_name]
+    weights, biases = critic.layer_params()
+    if k != critic.num_critics:
+        weights, biases = [w[:k] for w in weights], [b[:k] for b in biases]
     h = x.unsqueeze(0).expand(k, *x.shape)
     inputs = []
-    for w, b in zip(critic.weights[:-1], critic.biases[:-1]):
+    for w, b in zip(weights[:-1], biases[:-1]):
         inputs.append(h)
-        h = _FORWARD[act](torch.baddbmm(b[:k], h, w[:k]))
+        h = _FORWARD[act](torch.baddbmm(b, h, w))
     inputs.append(h)
     # One output column: multiply and sum beats a batched product with N = 1 (~4x here).
-    return (h * critic.weights[-1][:k].transpose(1, 2)).sum(-1) + critic.biases[-1][:k].squeeze(-1), inputs
+    return (h * weights[-1].transpose(1, 2)).sum(-1) + biases[-1].squeeze(-1), inputs
 
 
 def twinq_backward(critic: nn.Module, inputs: list[torch.Tensor], grad_q: torch.Tensor,
-                   weights: bool = True, input_from: int = 0, num_critics: int | None = None) -> torch.Tensor | None:
+                   weight_rows: int | None = None, input_from: int = 0, num_critics: int | None = None
+                   ) -> torch.Tensor | None:
     """Backpropagate ``grad_q`` ``[K, B]`` through the critics (the first ``num_critics`` of them,
     as `twinq_forward` ran them).
 
-    ``weights``: write every critic's parameter gradients into ``.grad`` (overwritten) and
-    return None. Otherwise return the gradient w.r.t. the input columns from ``input_from``
-    on, summed over the critics ``[B, in - input_from]`` (the actor's loss: the action's
-    columns), without computing any weight gradient."""
+    The first ``weight_rows`` rows (None: all of them) give every critic's parameter gradients,
+    written into ``.grad`` (overwritten); the rows after them give the gradient w.r.t. the
+    input columns from ``input_from`` on, summed over the critics, ``[B - weight_rows, in -
+    input_from]``, which is returned (None when every row went to the weights). So 0 is the
+    actor's loss alone (the action's columns, no weight gradient computed), and a split is
+    SAC's joint update: the critics' loss on the first rows, the actor's on the rest, in one pass."""
     k = critic.num_critics if num_critics is None else num_critics
-    if weights and k != critic.num_critics:
+    n = grad_q.shape[1]
+    m = n if weight_rows is None else weight_rows
+    if m and k != critic.num_critics:
         raise ValueError("weight gradients are written for every critic: run them all")
     act = _BY_NAME[critic.activation_name]
-    last = len(critic.weights) - 1
+    weights, biases = critic.layer_params()
+    last = len(weights) - 1
+
+    def head(t: torch.Tensor) -> torch.Tensor:  # the rows that give the weight gradients
+        return t[:, :m] if m < n else t
+
     # Slices of the stacked parameters only when some critics are left out (a slice has no .grad;
     # weight gradients are only asked for with every critic).
-    w, b = (critic.weights[last], critic.biases[last]) if weights else (critic.weights[last][:k], None)
+    w, b = (weights[last], biases[last]) if m else (weights[last][:k], None)
     # The output layer has one column: its weight gradient is a row times a matrix (written
     # through a [K, 1, in] view of the [K, in, 1] gradient: the same memory) and its input
     # gradient an outer product.
-    if weights:
-        torch.bmm(grad_q.unsqueeze(1), inputs[last], out=w.grad.view(w.shape[0], 1, w.shape[1]))
-        torch.sum(grad_q, 1, keepdim=True, out=b.grad.view(-1, 1))
+    if m:
+        torch.bmm(head(grad_q).unsqueeze(1), head(inputs[last]), out=w.grad.view(w.shape[0], 1, w.shape[1]))
+        torch.sum(head(grad_q), 1, keepdim=True, out=b.grad.view(-1, 1))
     grad = _BACKWARD[act](grad_q.unsqueeze(-1) * w.transpose(1, 2), inputs[last])
     for i in range(last - 1, -1, -1):
-        w, b = (critic.weights[i], critic.biases[i]) if weights else (critic.weights[i][:k], None)
-        if weights:
-            torch.bmm(inputs[i].transpose(1, 2), grad, out=w.grad)
-            torch.sum(grad, 1, keepdim=True, out=b.grad)
-            if i == 0:
-                return None
+        w, b = (weights[i], biases[i]) if m else (weights[i][:k], None)
+        if m:
+            torch.bmm(head(inputs[i]).transpose(1, 2), head(grad), out=w.grad)
+            torch.sum(head(grad), 1, keepdim=True, out=b.grad)
         if i == 0:
-            return torch.bmm(grad, w[:, input_from:].transpose(1, 2)).sum(0)
+            return None if m == n else torch.bmm(grad[:, m:], w[:, input_from:].transpose(1, 2)).sum(0)
         grad = _BACKWARD[act](torch.bmm(grad, w.transpose(1, 2)), inputs[i])
     return None
