@@ -67,6 +67,17 @@ def test_actor_samples_lie_in_the_unit_box_and_deterministic_is_tanh_of_the_mean
     torch.testing.assert_close(actor.sample(obs, deterministic=True)[0], torch.tanh(mean))
 
 
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_acting_draws_the_actions_the_actor_samples(deterministic):
+    # Acting skips the log-probability; its actions are the actor's own draws from the same generator.
+    torch.manual_seed(0)
+    agent = ContinuousAgent(OBS, ACT, SMALL, stochastic=True)
+    obs = torch.randn(5, 3)
+    acted = agent.unit_action(obs, deterministic, torch.Generator().manual_seed(3))
+    sampled = agent.actor.sample(obs, deterministic, torch.Generator().manual_seed(3))[0]
+    assert torch.equal(acted, sampled)
+
+
 def test_box_scaler_maps_the_unit_box_onto_the_bounds_and_back():
     scaler = BoxScaler(ACT)
     unit = torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0]])

@@ -20,6 +20,11 @@ SAC's actor, per row, with ``a = tanh(u)``, ``u = mean + std * noise`` and the l
 and the log std's smooth squash into ``[LOG_STD_MIN, LOG_STD_MAX]`` multiplies by
 ``(LOG_STD_MAX - LOG_STD_MIN) / 2 * (1 - tanh(raw)^2)``. TD3's actor, ``a = tanh(out)`` with
 the loss ``-mean_n Q_1(s, a)``, needs only the first critic: ``dL/dout = -(1/n) dQ_1/da * (1 - a^2)``.
+
+SAC's joint update (`SACGradients.joint`) computes both losses on the same networks in one
+pass: the actor's rows are ``next_obs`` then ``obs``, the critics' the replayed actions then
+the policy's, and `twinq_backward` sends the first half's gradient to the critics' weights
+and the second half's to the action, which the actor's backward takes from there.
 """
 from __future__ import annotations
 

@@ -9,7 +9,10 @@ Log-probabilities are those of unit actions, so the target means the same on eve
 
 :class:`SACLearner` is a `MinibatchLearner`: ``update(batch)`` takes one critic step and,
 every ``policy_frequency`` of them, as many actor (and temperature) steps, as CleanRL does;
-the critics' targets follow by Polyak averaging. In float32 the gradients are computed by hand
+the critics' targets follow by Polyak averaging. With ``policy_frequency`` 1 and
+``joint_update`` (the defaults) both losses read the networks as they were before the step,
+as in the SAC authors' implementation, and come from one pass over the minibatch; without it
+the actor's loss reads the critics after their step (SB3's and CleanRL's order). In float32 the gradients are computed by hand
 (`seedpool.algos.offpolicy_gradients`, the same as autograd's); bf16 goes through autograd.
 """
 from __future__ import annotations

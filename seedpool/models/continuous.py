@@ -222,9 +222,13 @@ class ContinuousAgent(nn.Module):
         """The policy's unit actions ``[B, A]`` for raw observations (a deterministic actor's are its
         own; exploration noise is acting's)."""
         obs = self.normalize(obs)
-        if self.stochastic:
-            return self.actor.sample(obs, deterministic, generator)[0]
-        return self.actor(obs)
+        if not self.stochastic:
+            return self.actor(obs)
+        # The draw of `SquashedGaussianActor.sample`, without the log-probability acting has no use for.
+        mean, log_std = self.actor(obs)
+        if deterministic:
+            return torch.tanh(mean)
+        return torch.tanh(mean + log_std.exp() * torch.randn(mean.shape, generator=generator, device=mean.device))
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, None, None]:
         """Env actions ``[B, A]`` in the Box's bounds (the face evaluation uses)."""
