@@ -67,15 +67,27 @@ def test_actor_samples_lie_in_the_unit_box_and_deterministic_is_tanh_of_the_mean
     torch.testing.assert_close(actor.sample(obs, deterministic=True)[0], torch.tanh(mean))
 
 
-@pytest.mark.parametrize("deterministic", [False, True])
-def test_acting_draws_the_actions_the_actor_samples(deterministic):
-    # Acting skips the log-probability; its actions are the actor's own draws from the same generator.
+@pytest.mark.parametrize("stochastic, deterministic, activation", [
+    (True, False, "relu"), (True, True, "relu"), (True, False, "tanh"), (False, False, "relu"), (False, False, "tanh")])
+def test_acting_in_numpy_draws_the_actions_the_actor_samples(stochastic, deterministic, activation):
+    # On a CPU in float32 acting runs the actor in NumPy and skips the log-probability; its
+    # actions are the torch actor's own draws from the same generator, to float32 rounding.
     torch.manual_seed(0)
-    agent = ContinuousAgent(OBS, ACT, SMALL, stochastic=True)
-    obs = torch.randn(5, 3)
-    acted = agent.unit_action(obs, deterministic, torch.Generator().manual_seed(3))
-    sampled = agent.actor.sample(obs, deterministic, torch.Generator().manual_seed(3))[0]
-    assert torch.equal(acted, sampled)
+    agent = ContinuousAgent(OBS, ACT, ContinuousModelConfig(hidden_sizes=(16, 16), activation=activation),
+                            stochastic=stochastic)
+    obs = torch.randn(5, 3, dtype=torch.float64)  # as a MuJoCo env's
+    with torch.inference_mode():
+        acted = agent.unit_action(obs, deterministic, torch.Generator().manual_seed(3))
+    assert agent._acting_layers  # it did act in NumPy
+    if stochastic:
+        expected = agent.actor.sample(obs, deterministic, torch.Generator().manual_seed(3))[0]
+    else:
+        expected = agent.actor(obs)
+    assert acted.dtype == torch.float32
+    torch.testing.assert_close(acted, expected.detach())
+    # Under bf16 autocast, acting stays in torch (and its bf16 arithmetic).
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert agent._numpy_layers(obs) is None
 
 
 def test_box_scaler_maps_the_unit_box_onto_the_bounds_and_back():

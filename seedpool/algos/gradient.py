@@ -33,7 +33,6 @@ from seedpool.models.flat import clip_grad_norm, zero_grads
 from seedpool.models.precision import PRECISIONS, Precision, autocast
 
 
-
 def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
     """``optimizer.step()``; a fused Adam whose state exists calls its kernel directly.
 
