@@ -9,7 +9,11 @@ SAC only, both hand-written). This measures what the new way saves per update, a
 everything else a run does: two learners with the same initial networks live in one process
 and take updates on the same replay-sized minibatches, in alternating blocks (new, baseline,
 new, ...) so that machine noise hits both; each block's milliseconds per update, and the ratio
-within each pair of blocks, median over the pairs.
+within each pair of blocks, median over the pairs. The process asks glibc to keep the memory
+it frees (`keep_freed_memory`): in a bare loop of updates the allocator otherwise hands each
+update's large buffers back to the kernel and takes page faults to get them again (50-100 a
+update here, a third of its time), which a training run, whose heap holds the replay and the
+envs, was measured not to pay.
 
     .venv/bin/python benchmarks/offpolicy_update.py [--compare autograd|order] [--algos sac,td3]
         [--sizes halfcheetah,pendulum] [--blocks 10] [--updates 50] [--threads 2] [--note TEXT]
@@ -22,6 +26,7 @@ order``: offpolicy_update_order.md).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import statistics
 import time
 from pathlib import Path
@@ -46,6 +51,16 @@ COMPARISONS = {
               "offpolicy_update_order.md", "joint", "actor after critics", {"joint_update": True},
               {"joint_update": False}),
 }
+
+
+def keep_freed_memory() -> bool:
+    """glibc: no mmap per large buffer and no trimming of the heap (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    at 1 GiB); False where that is not glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    return bool(libc.mallopt(-3, 1 << 30)) and bool(libc.mallopt(-1, 1 << 30))
 
 
 def learner(algo: str, size: str, options: dict):
@@ -101,6 +116,7 @@ def main() -> None:
     if args.compare == "order" and args.algos != "sac":
         parser.error("--compare order is SAC's alone: pass --algos sac")
     torch.set_num_threads(args.threads)
+    kept = keep_freed_memory()
     info = machine_info()
     lines = [f"# SAC and TD3 updates: {title}" if args.compare == "autograd" else f"# {title}", "",
              f"Written by `python benchmarks/offpolicy_update.py --compare {args.compare} --algos {args.algos} "
@@ -109,6 +125,8 @@ def main() -> None:
              f"- machine: {info['machine']}; {info['kernel']}; Python {info['python']}; seedpool {info['seedpool']}",
              f"- torch {info['torch']}, {args.threads} thread(s); minibatch {MINIBATCH}; SAC: an actor step per "
              "critic step; TD3: its delayed actor (every 2nd step)",
+             "- the process keeps the memory it frees (glibc mallopt; see the script's docstring)" if kept else
+             "- the allocator's defaults (not glibc): the loop may pay page faults a run does not",
              *([f"- note: {args.note}"] if args.note else []), "",
              f"| algorithm | sizes | {new} (ms/update) | {base} (ms/update) | {base} / {new}, per pair: "
              "median [min-max] |",
