@@ -14,8 +14,8 @@ observations and a second one for the value head) with "impala" (ImpalaConfig fi
 and end); ``table`` rewrites ``results/recurrent_appo_cartpole_novel.md`` from the records.
 
 The issue's bar is a mean of the last 20 episodes >= 400 within 300k env steps, held to the
-end; the CI test asserts it over a 200k budget on the threaded system (feed-forward APPO, the
-``feed-forward`` variant, does not come near it).
+end; the CI test asserts it at the end of 300k steps on the threaded system (feed-forward
+APPO, the ``feed-forward`` variant, does not come near it).
 """
 from __future__ import annotations
 
