@@ -12,7 +12,8 @@ every ``policy_frequency`` of them, as many actor (and temperature) steps, as Cl
 the critics' targets follow by Polyak averaging. With ``policy_frequency`` 1 and
 ``joint_update`` (the defaults) both losses read the networks as they were before the step,
 as in the SAC authors' implementation, and come from one pass over the minibatch; without it
-the actor's loss reads the critics after their step (SB3's and CleanRL's order). In float32 the gradients are computed by hand
+the actor's loss reads the critics after their step (SB3's and CleanRL's order). In float32 the
+gradients are computed by hand
 (`seedpool.algos.offpolicy_gradients`, the same as autograd's); bf16 goes through autograd.
 """
 from __future__ import annotations
@@ -146,7 +147,7 @@ class SACLearner(GradientLearner):
         """A critic step and an actor step (and a temperature step with autotune) whose losses
         both read the networks as they are now (``joint_update``); returns the critics' ``(loss,
         q, gradient norm)``."""
-        alpha, n = self.alpha, data["obs"].shape[0]
+        alpha = self.alpha
         if self.by_hand is not None:
             started = time.perf_counter()
             self._flat_obs(data)
@@ -154,7 +155,7 @@ class SACLearner(GradientLearner):
             grad_norm = self.gradient.apply(loss, self.version, started)
             self.actor_step.apply(actor_loss, self.version, time.perf_counter())
         else:
-            agent = self.model
+            agent, n = self.model, data["obs"].shape[0]
             with self.gradient.autocast():
                 action, all_logp = agent.actor.sample(torch.cat([data["next_obs"], data["obs"]]))
                 with torch.no_grad():
