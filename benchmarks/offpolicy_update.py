@@ -1,11 +1,13 @@
 """One SAC or TD3 update two ways side by side: hand-written gradients against autograd, or
-SAC's joint update against the actor stepping after the critics.
+SAC's joint update against the actor stepping after the critics, or float32 against bf16.
 
 `seedpool.algos.offpolicy_gradients` computes the float32 gradients of SAC and TD3 by hand;
 ``hand_gradients=False`` gives autograd's (``--compare autograd``, the default). SAC's
 ``joint_update`` computes the actor's and the critics' losses in one pass on the same networks;
 ``joint_update=False`` steps the actor after the critics, in two passes (``--compare order``,
-SAC only, both hand-written). This measures what the new way saves per update, apart from
+SAC only, both hand-written). On a CPU with AVX512-BF16 or AMX, ``--compare bf16`` sets the
+hand-written update with bf16 products against autograd under bf16 autocast, and ``--compare
+precision`` against the hand-written float32 update. This measures what the new way saves per update, apart from
 everything else a run does: two learners with the same initial networks live in one process
 and take updates on the same replay-sized minibatches, in alternating blocks (new, baseline,
 new, ...) so that machine noise hits both; each block's milliseconds per update, and the ratio
@@ -15,13 +17,14 @@ update's large buffers back to the kernel and takes page faults to get them agai
 update here, a third of its time), which a training run, whose heap holds the replay and the
 envs, was measured not to pay.
 
-    .venv/bin/python benchmarks/offpolicy_update.py [--compare autograd|order] [--algos sac,td3]
+    .venv/bin/python benchmarks/offpolicy_update.py [--compare autograd|order|bf16|precision] [--algos sac,td3]
         [--sizes halfcheetah,pendulum] [--blocks 10] [--updates 50] [--threads 2] [--note TEXT]
 
 Sizes: ``halfcheetah`` is HalfCheetah-v5 (17 observations, 6 actions) with the MuJoCo
 defaults (256-256 networks, minibatch 256); ``pendulum`` is Pendulum-v1 (3, 1) with its
 defaults (64-64, minibatch 256). Writes benchmarks/results/offpolicy_update.md (``--compare
-order``: offpolicy_update_order.md).
+order``: offpolicy_update_order.md; ``bf16``, ``precision``: offpolicy_update_bf16.md,
+offpolicy_update_precision.md).
 """
 from __future__ import annotations
 
@@ -50,6 +53,10 @@ COMPARISONS = {
     "order": ("SAC's joint update against the actor after the critics (float32, hand-written)",
               "offpolicy_update_order.md", "joint", "actor after critics", {"joint_update": True},
               {"joint_update": False}),
+    "bf16": ("bf16 products by hand against autograd under bf16 autocast", "offpolicy_update_bf16.md",
+             "hand bf16", "autograd bf16", {"precision": "bf16"}, {"precision": "bf16", "hand_gradients": False}),
+    "precision": ("bf16 products by hand against float32 by hand", "offpolicy_update_precision.md",
+                  "hand bf16", "hand fp32", {"precision": "bf16"}, {}),
 }
 
 
@@ -69,9 +76,11 @@ def learner(algo: str, size: str, options: dict):
     obs = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float64)
     act = gym.spaces.Box(-1.0, 1.0, (act_dim,), np.float32)
     agent = ContinuousAgent(obs, act, ContinuousModelConfig(hidden_sizes=hidden), stochastic=algo == "sac")
+    options = dict(options)
+    precision = options.pop("precision", "fp32")  # the learner's argument, not a config value
     if algo == "sac":  # one actor step per critic step, as SB3 and the speed benchmark
-        return SACLearner(agent, SACConfig(policy_frequency=1, **options), act_dim)
-    return TD3Learner(agent, TD3Config(**options))  # TD3's delayed actor: every 2nd step
+        return SACLearner(agent, SACConfig(policy_frequency=1, **options), act_dim, precision=precision)
+    return TD3Learner(agent, TD3Config(**options), precision=precision)  # TD3's delayed actor: every 2nd step
 
 
 def batches(size: str, n: int = 8) -> list[dict]:
@@ -118,7 +127,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     kept = keep_freed_memory()
     info = machine_info()
-    lines = [f"# SAC and TD3 updates: {title}" if args.compare == "autograd" else f"# {title}", "",
+    lines = [f"# SAC and TD3 updates: {title}" if args.compare in ("autograd", "bf16", "precision") else f"# {title}", "",
              f"Written by `python benchmarks/offpolicy_update.py --compare {args.compare} --algos {args.algos} "
              f"--sizes {args.sizes} "
              f"--blocks {args.blocks} --updates {args.updates} --threads {args.threads}` on {info['date']}.", "",

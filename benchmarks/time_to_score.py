@@ -2,6 +2,7 @@
 seedpool against the systems a user would pick instead, on this machine, one after another.
 
     python benchmarks/time_to_score.py run seedpool-ppo --minutes 60
+    python benchmarks/time_to_score.py run seedpool-ppo --minutes 60 --seed 2 --record seedpool-ppo-seed2
     python benchmarks/time_to_score.py run seedpool-ppo-8envs --minutes 60
     python benchmarks/time_to_score.py run seedpool-ppo-small-cnn --minutes 60
     python benchmarks/time_to_score.py run seedpool-ppo-2epochs --minutes 60
@@ -161,7 +162,7 @@ def record(system: str, command: str, launched: float, seconds: float, games: li
 def run(args: argparse.Namespace) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"tts_{args.system}_"))
     if args.system in SEEDPOOL_SYSTEMS:
-        command = SEEDPOOL_SYSTEMS[args.system]
+        command = SEEDPOOL_SYSTEMS[args.system] + (["--seed", str(args.seed)] if args.seed is not None else [])
         launched, seconds = launch([*command, "--runs-dir", str(work / "runs")], work, args.minutes, work / "log.txt")
         (run_dir,) = (work / "runs").iterdir()
         games, edits = seedpool_games(run_dir, launched), []
@@ -187,7 +188,8 @@ def run(args: argparse.Namespace) -> Path:
     else:
         raise SystemExit(f"unknown system {args.system!r}")
     print(f"{args.system}: {len(games)} games in {seconds / 60:.1f} min; log and files in {work}")
-    return record(args.system, shown, launched, seconds, games, edits, args.note, name=args.record)
+    system = args.system if args.seed is None else f"{args.system}, seed {args.seed}"
+    return record(system, shown, launched, seconds, games, edits, args.note, name=args.record)
 
 
 def ingest(args: argparse.Namespace) -> Path:
@@ -281,6 +283,7 @@ def main(argv: list[str]) -> int:
     r.add_argument("--minutes", type=float, default=60.0)
     r.add_argument("--cleanrl-file", type=Path)
     r.add_argument("--sf-python", type=Path)
+    r.add_argument("--seed", type=int, default=None, help="seedpool's systems: train with --seed N (default: the trainer's)")
     r.add_argument("--note", default="")
     r.add_argument("--record", help="the record's file name (default: the system's): a run on another machine keeps both")
     i = sub.add_parser("ingest")

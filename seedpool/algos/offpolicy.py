@@ -49,8 +49,8 @@ class OffPolicyConfig:
     max_grad_norm: float | None = None
     """Clip each network's global gradient norm to this value (None: no clipping, as the papers)."""
     hand_gradients: bool = True
-    """fp32 updates compute the gradients by hand (`seedpool.algos.offpolicy_gradients`: the same
-    gradients as autograd's, without its per-operation cost); False, or bf16: autograd."""
+    """Compute the gradients by hand (`seedpool.algos.offpolicy_gradients`: the same gradients as
+    autograd's, without its per-operation cost; bf16 products as autocast's); False: autograd."""
 
 
 def batch_tensors(batch: Mapping[str, Any], device: torch.device) -> dict[str, torch.Tensor]:

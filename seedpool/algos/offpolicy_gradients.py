@@ -1,10 +1,12 @@
-"""SAC's and TD3's losses and their gradients written out (`seedpool.models.mlp_grad`), for fp32 updates.
+"""SAC's and TD3's losses and their gradients written out (`seedpool.models.mlp_grad`).
 
-`SACLearner` and `TD3Learner` compute the same update two ways: autograd (any precision) and,
-by default in float32, this module, which writes the critics' and the actor's gradients by
-hand and leaves the clip, check and optimizer step to the learner's `GradientStep`. Both
-draw the same noise in the same order, so on the same batch they agree to float32 rounding
-(`tests/test_offpolicy_gradients.py`).
+`SACLearner` and `TD3Learner` compute the same update two ways: autograd and, by default,
+this module, which writes the critics' and the actor's gradients by hand and leaves the clip,
+check and optimizer step to the learner's `GradientStep`. Both draw the same noise in the same
+order, so on the same batch they agree to float32 rounding (`tests/test_offpolicy_gradients.py`).
+With ``dtype=torch.bfloat16`` (``--precision bf16``) the networks' products run in bf16 as
+under autocast, and everything between them (the squash, log-probabilities, targets, losses)
+in float32.
 
 The critics' loss is ``sum_k mean_n w_n (Q_k(s, a) - y_n)^2``, so ``dL/dQ_kn = 2 w_n (Q_kn - y_n) / n``.
 
@@ -42,11 +44,11 @@ from seedpool.models.mlp_grad import linear_layers, mlp_backward, mlp_forward, t
 _HALF_RANGE = 0.5 * (LOG_STD_MAX - LOG_STD_MIN)
 
 
-def critic_gradients(critic: nn.Module, data: Mapping[str, torch.Tensor], y: torch.Tensor
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+def critic_gradients(critic: nn.Module, data: Mapping[str, torch.Tensor], y: torch.Tensor,
+                     dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """Write the critics' gradients of their (IS-weighted) squared TD errors toward ``y`` into
-    their ``.grad``; returns ``(loss, q [K, n])``."""
-    q, inputs = twinq_forward(critic, torch.cat([data["obs"], data["action"]], dim=-1))
+    their ``.grad``; returns ``(loss, q [K, n])``; ``dtype``: the products'."""
+    q, inputs = twinq_forward(critic, torch.cat([data["obs"], data["action"]], dim=-1), dtype=dtype)
     twinq_backward(critic, inputs, _td_grad(q, y, data.get("weights"), torch.empty_like(q)))
     return critic_loss(q, y, data.get("weights")), q
 
@@ -63,25 +65,27 @@ def _normal(like: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
 
 
 class _ByHand:
-    """What both algorithms' hand-written gradients hold: the agent and its actor's input width."""
+    """What both algorithms' hand-written gradients hold: the agent, its actor's input width and
+    the dtype of the networks' products."""
 
-    def __init__(self, agent: ContinuousAgent) -> None:
+    def __init__(self, agent: ContinuousAgent, dtype: torch.dtype = torch.float32) -> None:
         self.actor_layers = linear_layers(agent.actor.net)  # refuses what it cannot differentiate, at construction
         self.agent = agent
         self.obs_dim = agent.actor.net[0].in_features
+        self.dtype = dtype
 
 
 class SACGradients(_ByHand):
-    """SAC's critic and actor gradients (float32, no autograd). ``data`` holds flat float32
-    ``obs`` and ``next_obs``, normalised as the networks read them."""
+    """SAC's critic and actor gradients (no autograd). ``data`` holds flat float32 ``obs`` and
+    ``next_obs``, normalised as the networks read them."""
 
-    def __init__(self, agent: ContinuousAgent, target_critic: nn.Module) -> None:
-        super().__init__(agent)
+    def __init__(self, agent: ContinuousAgent, target_critic: nn.Module, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__(agent, dtype)
         self.target = target_critic
 
     def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         """``(mean, log_std, tanh(raw), layer inputs)`` of the actor."""
-        out, inputs = mlp_forward(self.actor_layers, obs)
+        out, inputs = mlp_forward(self.actor_layers, obs, self.dtype)
         mean, raw = out.chunk(2, dim=-1)
         log_std, squashed = squashed_log_std(raw)
         return mean, log_std, squashed, inputs
@@ -94,9 +98,10 @@ class SACGradients(_ByHand):
         next_obs = data["next_obs"]
         mean, log_std, _, _ = self._policy(next_obs)
         next_action, next_logp = squashed_gaussian(mean, log_std, _normal(mean, noise))
-        next_q = twinq_forward(self.target, torch.cat([next_obs, next_action], dim=-1))[0].min(dim=0).values
+        next_q = twinq_forward(self.target, torch.cat([next_obs, next_action], dim=-1),
+                               dtype=self.dtype)[0].min(dim=0).values
         return critic_gradients(self.agent.critic, data, td_target(data["reward"], data["discount"],
-                                                                   next_q - alpha * next_logp))
+                                                                   next_q - alpha * next_logp), self.dtype)
 
     @torch.no_grad()
     def actor(self, obs: torch.Tensor, alpha: torch.Tensor, noise: torch.Tensor | None = None
@@ -107,7 +112,7 @@ class SACGradients(_ByHand):
         mean, log_std, squashed, inputs = self._policy(obs)
         noise = _normal(mean, noise)
         action, logp = squashed_gaussian(mean, log_std, noise)
-        q, critic_inputs = twinq_forward(self.agent.critic, torch.cat([obs, action], dim=-1))
+        q, critic_inputs = twinq_forward(self.agent.critic, torch.cat([obs, action], dim=-1), dtype=self.dtype)
         q_min, chosen = q.min(dim=0)
         grad_q = torch.zeros_like(q).scatter_(0, chosen.unsqueeze(0), -1.0 / n)
         grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weight_rows=0, input_from=self.obs_dim)
@@ -128,11 +133,12 @@ class SACGradients(_ByHand):
         mean, log_std, squashed, inputs = self._policy(torch.cat([next_obs, obs]))
         noise = _normal(mean, noise)
         action, logp = squashed_gaussian(mean, log_std, noise)
-        next_q = twinq_forward(self.target, torch.cat([next_obs, action[:n]], dim=-1))[0].min(dim=0).values
+        next_q = twinq_forward(self.target, torch.cat([next_obs, action[:n]], dim=-1),
+                               dtype=self.dtype)[0].min(dim=0).values
         y = td_target(data["reward"], data["discount"], next_q - alpha * logp[:n])
         # The critics' rows: the replayed actions, then the policy's.
         rows = torch.cat([torch.cat([obs, obs]), torch.cat([data["action"], action[n:]])], dim=-1)
-        q_both, critic_inputs = twinq_forward(self.agent.critic, rows)
+        q_both, critic_inputs = twinq_forward(self.agent.critic, rows, dtype=self.dtype)
         q, q_pi = q_both[:, :n], q_both[:, n:]
         q_min, chosen = q_pi.min(dim=0)
         grad_q = torch.empty_like(q_both)
@@ -156,11 +162,11 @@ class SACGradients(_ByHand):
 
 
 class TD3Gradients(_ByHand):
-    """TD3's (and DDPG's) critic and actor gradients (float32, no autograd); ``data`` as `SACGradients`'."""
+    """TD3's (and DDPG's) critic and actor gradients (no autograd); ``data`` as `SACGradients`'."""
 
     def __init__(self, agent: ContinuousAgent, target_critic: nn.Module,
-                 next_actions: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        super().__init__(agent)
+                 next_actions: Callable[[torch.Tensor], torch.Tensor], dtype: torch.dtype = torch.float32) -> None:
+        super().__init__(agent, dtype)
         self.target_critic = target_critic
         self.next_actions = next_actions  # the target actor's smoothed actions (`td3.smoothed_actions`)
 
@@ -169,16 +175,19 @@ class TD3Gradients(_ByHand):
         """Write the critics' gradients of the TD loss toward the smoothed target; returns ``(loss, q)``."""
         next_obs = data["next_obs"]
         next_action = self.next_actions(next_obs)
-        next_q = twinq_forward(self.target_critic, torch.cat([next_obs, next_action], dim=-1))[0].min(dim=0).values
-        return critic_gradients(self.agent.critic, data, td_target(data["reward"], data["discount"], next_q))
+        next_q = twinq_forward(self.target_critic, torch.cat([next_obs, next_action], dim=-1),
+                               dtype=self.dtype)[0].min(dim=0).values
+        return critic_gradients(self.agent.critic, data, td_target(data["reward"], data["discount"], next_q),
+                                self.dtype)
 
     @torch.no_grad()
     def actor(self, obs: torch.Tensor) -> torch.Tensor:
         """Write the actor's gradient of ``-mean Q_1(s, mu(s))`` (only the first critic is run;
         none takes a gradient); returns the loss."""
-        out, inputs = mlp_forward(self.actor_layers, obs)
+        out, inputs = mlp_forward(self.actor_layers, obs, self.dtype)
         action = torch.tanh(out)
-        q, critic_inputs = twinq_forward(self.agent.critic, torch.cat([obs, action], dim=-1), num_critics=1)
+        q, critic_inputs = twinq_forward(self.agent.critic, torch.cat([obs, action], dim=-1), num_critics=1,
+                                         dtype=self.dtype)
         grad_q = torch.full_like(q, -1.0 / obs.shape[0])
         grad_action = twinq_backward(self.agent.critic, critic_inputs, grad_q, weight_rows=0,
                                      input_from=self.obs_dim, num_critics=1)

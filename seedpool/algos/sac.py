@@ -34,6 +34,7 @@ from seedpool.algos.offpolicy_gradients import SACGradients
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
+from seedpool.models.precision import product_dtype
 
 
 @dataclass
@@ -96,7 +97,7 @@ class SACLearner(GradientLearner):
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
         self.cfg = cfg
         self._actor_metrics: dict[str, float] = {}
-        self.by_hand = SACGradients(agent, self.target.net) if cfg.hand_gradients and precision == "fp32" else None
+        self.by_hand = SACGradients(agent, self.target.net, product_dtype(precision)) if cfg.hand_gradients else None
 
     @property
     def alpha(self) -> torch.Tensor:

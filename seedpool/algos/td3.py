@@ -27,6 +27,7 @@ from seedpool.algos.offpolicy_gradients import TD3Gradients
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
+from seedpool.models.precision import product_dtype
 
 
 @dataclass
@@ -85,8 +86,8 @@ class TD3Learner(GradientLearner):
         self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "TD3 actor", precision)
         self.cfg = cfg
         self._actor_metrics: dict[str, float] = {}
-        self.by_hand = TD3Gradients(agent, self.target_critic.net, self._next_actions) \
-            if cfg.hand_gradients and precision == "fp32" else None
+        self.by_hand = TD3Gradients(agent, self.target_critic.net, self._next_actions, product_dtype(precision)) \
+            if cfg.hand_gradients else None
 
     def _next_actions(self, next_obs: torch.Tensor) -> torch.Tensor:
         """The target actor's smoothed unit actions for the critics' target."""

@@ -38,6 +38,11 @@ def autocast(precision: Precision, device_type: str) -> contextlib.AbstractConte
     return contextlib.nullcontext()
 
 
+def product_dtype(precision: Precision) -> torch.dtype:
+    """The dtype of the products at ``precision``, for code that casts by hand (autocast's choice)."""
+    return torch.bfloat16 if precision == "bf16" else torch.float32
+
+
 @functools.lru_cache(maxsize=None)
 def bf16_supported(device_type: str) -> bool:
     """Does a device of this type compute bfloat16 natively?"""
