@@ -209,3 +209,12 @@ def test_old_value_based_run_folders_still_load_their_config(algo, tmp_path, cap
     if algo == "dqn":
         assert (cfg.dqn.train_frequency, cfg.dqn.gradient_steps) == (old["train_frequency"], old["gradient_steps"])
     assert "deprecated: dqn.batch_size in the run's config.json is now dqn.minibatch_size" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algo", ["ppo", "impala", "dqn", "apex", "r2d2", "sac", "td3"])
+def test_every_trainer_takes_stop_at_return(algo):
+    from seedpool.cli import train_config
+
+    env = "Pendulum-v1" if algo in ("sac", "td3") else "CartPole-v1"
+    assert train_config(algo, ["--env", env]).stop_at_return is None
+    assert train_config(algo, ["--env", env, "--stop-at-return", "5000"]).stop_at_return == 5000

@@ -180,3 +180,20 @@ def test_mujoco_ids_get_the_papers_defaults():
     assert sac.torch_threads == td3.torch_threads == 0
     assert parse_command(["train", "sac", "--env", "Pendulum-v1"]).torch_threads == 1
     assert parse_command(["train", "sac", "--env", "Hopper-v5", "--torch-threads", "1"]).torch_threads == 1
+
+
+@pytest.mark.parametrize("algo, section", [("sac", "sac"), ("td3", "td3")])
+def test_stop_at_return_ends_the_run_once_the_last_20_episodes_reach_it(algo, section, tmp_path, monkeypatch):
+    """As PPO's and IMPALA's: the run stops after the update where the mean of the last 20
+    episodes first reaches the target (Pendulum's returns are negative: -1e9 is reached as soon
+    as 20 episodes have ended), checkpointed; an unreachable target runs the whole budget."""
+    seen: list = []
+    _spy(monkeypatch, seen)
+    args = [*TINY, "--runs-dir", str(tmp_path), f"--{section}.learning-starts", "2000",
+            f"--{section}.buffer-size", "5000", "--total-timesteps", "3000"]
+    assert main(["train", algo, *args, "--stop-at-return", "-1e9"]) == 0
+    # 2 envs x 50-step episodes (+ a reset step each): the 20th episode ends near 1,020 env steps
+    assert 1000 <= seen[0]["end_step"] < 1100
+    assert load_checkpoint(seen[0]["run_dir"] / "checkpoint.pt", algo)["counters"]["step"] == seen[0]["end_step"]
+    assert main(["train", algo, *args, "--stop-at-return", "0"]) == 0
+    assert seen[1]["end_step"] >= 3000

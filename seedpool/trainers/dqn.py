@@ -35,6 +35,8 @@ class DQNTrainConfig(RunConfig):
     save_replay: bool = False
     """Also save the replay's contents next to each checkpoint (replay.npz; can be many GB), so a
     resumed run continues with its experience; otherwise a resumed run refills it first."""
+    stop_at_return: float | None = None
+    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_dqn(cfg: DQNTrainConfig) -> RunResult:
@@ -63,7 +65,7 @@ def train_dqn(cfg: DQNTrainConfig) -> RunResult:
             if ckpt is not None:
                 restore_replay_trainer(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,
-                     lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay))
+                     lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay), cfg.stop_at_return)
     finally:
         pool.close()
     return finish_run(run, cfg.env, "dqn")

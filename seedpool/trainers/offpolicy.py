@@ -43,6 +43,8 @@ class ContinuousTrainConfig(RunConfig):
     save_replay: bool = False
     """Also save the replay's contents next to each checkpoint (replay.npz), so a resumed run
     continues with its experience; otherwise a resumed run refills it first."""
+    stop_at_return: float | None = None
+    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_continuous(cfg: ContinuousTrainConfig, algo: str, s: OffPolicyConfig, stochastic: bool,
@@ -73,7 +75,7 @@ def train_continuous(cfg: ContinuousTrainConfig, algo: str, s: OffPolicyConfig, 
             if ckpt is not None:
                 restore_replay_trainer(run.dir, ckpt, learner, sampler)
             run_sync(run, sampler, learner, cfg.total_timesteps,
-                     lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay))
+                     lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay), cfg.stop_at_return)
     finally:
         pool.close()
     return finish_run(run, cfg.env, algo)
