@@ -96,13 +96,15 @@ class CentralSystem:
         for a in self.actors:
             a.start()
 
-    def wait(self, seconds: float) -> None:
-        """Let the system run for `seconds` (or until it stops); the serial twin works here."""
+    def wait(self, seconds: float, until_steps: int | None = None) -> None:
+        """Let the system run for `seconds` (or until it stops); the serial twin works here, and
+        also stops once acting has taken ``until_steps`` env steps (the run's budget)."""
         if not self.cfg.serial:
             self.stop.wait(seconds)
             return
         end = time.monotonic() + seconds
-        while time.monotonic() < end and not self.stop.is_set():
+        while time.monotonic() < end and not self.stop.is_set() \
+                and (until_steps is None or self.episodes.env_steps < until_steps):
             self.step_serial()
 
     def step_serial(self) -> None:
@@ -181,13 +183,17 @@ def run_central(run: Run, system: CentralSystem, total_steps: int, state: Callab
 
     try:
         system.start()
-        last = time.monotonic()
+        last, steps, poll = time.monotonic(), system.episodes.env_steps, 1.0
         while not run.done(total_steps) and not system.stop.is_set():
-            system.wait(1.0)
+            system.wait(poll, until_steps=total_steps)
             now = time.monotonic()
             run.record_episodes(system.episodes.drain(), episode_group)
             run.end_update(system.episodes.env_steps, system.read_metrics(now - last, run.timer))
-            last = now
+            # Poll sooner as the budget nears, so that acting stops within a few percent of a
+            # second's steps past it rather than a whole second's.
+            rate = (system.episodes.env_steps - steps) / max(now - last, 1e-6)
+            poll = min(1.0, max(0.02, (total_steps - system.episodes.env_steps) / rate)) if rate > 0 else 1.0
+            last, steps = now, system.episodes.env_steps
             if stop_at_return is not None and len(run.recent_returns) == run.recent_returns.maxlen \
                     and run.recent_return >= stop_at_return:
                 break
