@@ -57,6 +57,9 @@ class RunConfig:
     logged, episodes always are; 0: every update). Off-policy learners update every env step:
     a row per update would cost more time than the update (TensorBoard's writer) and fill a
     1M-step run's metrics.csv with tens of millions of rows."""
+    stop_at_return: float | None = None
+    """Stop early once the mean return of the last 20 episodes reaches this (every trainer: after
+    the update where it did, with a checkpoint as at the end of the budget)."""
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:

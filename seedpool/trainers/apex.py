@@ -41,8 +41,6 @@ class ApexTrainConfig(CentralRunConfig):
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     save_replay: bool = False
     """Also save the replay's contents next to each checkpoint (replay.npz; can be many GB)."""
-    stop_at_return: float | None = None
-    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_apex(cfg: ApexTrainConfig) -> RunResult:

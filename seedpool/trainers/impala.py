@@ -33,8 +33,6 @@ class IMPALATrainConfig(CentralRunConfig):
     model: ModelConfig = field(default_factory=ModelConfig)
     env_options: dict[str, OptionValue] = field(default_factory=dict)
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
-    stop_at_return: float | None = None
-    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_impala(cfg: IMPALATrainConfig) -> RunResult:

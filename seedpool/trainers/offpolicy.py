@@ -43,8 +43,6 @@ class ContinuousTrainConfig(RunConfig):
     save_replay: bool = False
     """Also save the replay's contents next to each checkpoint (replay.npz), so a resumed run
     continues with its experience; otherwise a resumed run refills it first."""
-    stop_at_return: float | None = None
-    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_continuous(cfg: ContinuousTrainConfig, algo: str, s: OffPolicyConfig, stochastic: bool,

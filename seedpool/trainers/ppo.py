@@ -31,8 +31,6 @@ class PPOTrainConfig(RunConfig):
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     replay_limit: int = 2_000_000
     """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
-    stop_at_return: float | None = None
-    """Stop early once the mean return of the last 20 episodes reaches this."""
 
 
 def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:

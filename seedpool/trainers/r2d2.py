@@ -52,8 +52,6 @@ class R2D2TrainConfig(CentralRunConfig):
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     save_replay: bool = False
     """Also save the sequence replay next to each checkpoint (replay.npz; can be many GB)."""
-    stop_at_return: float | None = None
-    """Stop early once the mean return of the last 20 episodes reaches this."""
     unrolls_per_batch: int = 4
     """Unrolls (of --r2d2.unroll-length steps) the learner takes from the inference server at a time."""
     lockstep: bool = True
