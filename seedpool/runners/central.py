@@ -183,17 +183,13 @@ def run_central(run: Run, system: CentralSystem, total_steps: int, state: Callab
 
     try:
         system.start()
-        last, steps, poll = time.monotonic(), system.episodes.env_steps, 1.0
+        last = time.monotonic()
         while not run.done(total_steps) and not system.stop.is_set():
-            system.wait(poll, until_steps=total_steps)
+            system.wait(1.0, until_steps=total_steps)
             now = time.monotonic()
             run.record_episodes(system.episodes.drain(), episode_group)
             run.end_update(system.episodes.env_steps, system.read_metrics(now - last, run.timer))
-            # Poll sooner as the budget nears, so that acting stops within a few percent of a
-            # second's steps past it rather than a whole second's.
-            rate = (system.episodes.env_steps - steps) / max(now - last, 1e-6)
-            poll = min(1.0, max(0.02, (total_steps - system.episodes.env_steps) / rate)) if rate > 0 else 1.0
-            last, steps = now, system.episodes.env_steps
+            last = now
             if stop_at_return is not None and len(run.recent_returns) == run.recent_returns.maxlen \
                     and run.recent_return >= stop_at_return:
                 break
