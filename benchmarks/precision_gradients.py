@@ -7,8 +7,8 @@ checkpoint, plays 32 steps of 8 envs with it (256 frames, the learner's minibatc
 the PPO loss's gradient on them (the stored actions, log-probs and values; advantages and
 returns drawn with a fixed seed) in float32 and in bf16:
 
-- **bf16 as shipped**: `--precision bf16`, the first convolution in float32
-  (`seedpool.models.base.scaled_trunk`);
+- **bf16 as shipped**: `--precision bf16`, the first convolution's forward in float32 and its
+  weight gradient in bf16 (`seedpool.models.base.scaled_trunk`);
 - **bf16 everywhere**: the first convolution under autocast too (what seedpool did before);
 - **SGD noise, for scale**: float32 gradients of the two halves of the batch, one against the other.
 
@@ -136,7 +136,7 @@ def main() -> None:
         "of all frames x channels x positions",
         *([f"- **note:** {a.note}"] if a.note else []),
         "",
-        "| parameter | bf16 as shipped (first conv fp32) | bf16 everywhere | fp32, one half-batch vs the other (SGD noise) |",
+        "| parameter | bf16 as shipped (first conv forward fp32) | bf16 everywhere | fp32, one half-batch vs the other (SGD noise) |",
         "| --- | ---: | ---: | ---: |",
     ]
     lines += [f"| `{name}` | {error(shipped, name)} | {error(everywhere, name)} | {error(first, name, second)} |"

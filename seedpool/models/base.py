@@ -68,16 +68,51 @@ def scaled_trunk(trunk: nn.Sequential, obs: torch.Tensor, scale: torch.Tensor,
     leaves one uint8 -> float copy of the frames (no copy of the layout too when they are
     already channels-last).
 
-    The first convolution computes in float32 even under bf16 autocast. A trained Atari policy
-    can set its first layer so that the constant background sits just at the ReLU threshold;
-    bf16's rounding of the weights (~0.4%) then moves those pre-activations across it, and the
-    background positions pass gradients they should not, or block ones they should: on a trained
-    Pong policy 2.1% of the first layer's ReLUs flipped and its weight gradient was 28-44% away from
-    float32's (2.5% with this layer in float32; `benchmarks/precision_gradients.py`). The frames
-    need no input gradient, so this costs one float32 forward and weight gradient (a 256-frame
-    update ~1.1x)."""
+    The first convolution's forward computes in float32 even under bf16 autocast. A trained Atari
+    policy can set its first layer so that the constant background sits just at the ReLU
+    threshold; bf16's rounding of the weights (~0.4%) then moves those pre-activations across it,
+    and the background positions pass gradients they should not, or block ones they should: on a
+    trained Pong policy 2.1% of the first layer's ReLUs flipped and its weight gradient was 28-44%
+    away from float32's (2.5% with this layer in float32; `benchmarks/precision_gradients.py`).
+    Under autocast only that forward is float32 (`FramesConvolution`): its output, the ReLU after
+    it and its weight gradient are in the autocast dtype, as every other layer's."""
     conv = trunk[0]
-    x = obs.to(torch.float32, memory_format=memory_format)
-    with torch.autocast(x.device.type, enabled=False):
-        x = F.conv2d(x, conv.weight * scale, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+    device_type = obs.device.type
+    weight = conv.weight * scale
+    if torch.is_autocast_enabled(device_type):
+        dtype = torch.get_autocast_dtype(device_type)
+        with torch.autocast(device_type, enabled=False):
+            x = FramesConvolution.apply(obs, weight, conv.bias, conv, memory_format, dtype)
+    else:
+        x = F.conv2d(obs.to(torch.float32, memory_format=memory_format), weight, conv.bias,
+                     conv.stride, conv.padding, conv.dilation, conv.groups)
     return trunk[1:](x)
+
+
+class FramesConvolution(torch.autograd.Function):
+    """A network's first convolution over frames under autocast: the forward in float32 (exact
+    ReLU masks, see `scaled_trunk`), the output and the weight gradient in ``dtype``.
+
+    The frames need no gradient. Their pixel values (integers up to 255) are exact in bf16 and
+    fp16, so the weight gradient's only rounding is the incoming gradient's, as in every other
+    layer under autocast; in bf16 it is ~1.2x as fast as in float32 over the Nature CNN's 4 input
+    channels (256 frames, AVX-512 BF16 Zen 5), and the float32 pre-activations are never kept."""
+
+    @staticmethod
+    def forward(ctx, frames, weight, bias, conv, memory_format, dtype):
+        x = frames.to(torch.float32, memory_format=memory_format)
+        out = F.conv2d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+        ctx.save_for_backward(frames, weight)
+        ctx.conv, ctx.memory_format, ctx.dtype = conv, memory_format, dtype
+        return out.to(ctx.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        frames, weight = ctx.saved_tensors
+        conv = ctx.conv
+        x = frames.to(ctx.dtype, memory_format=ctx.memory_format)
+        _, weight_grad, bias_grad = torch.ops.aten.convolution_backward(
+            grad.to(ctx.dtype), x, weight.to(ctx.dtype), [weight.shape[0]], conv.stride, conv.padding,
+            conv.dilation, False, [0, 0], conv.groups, [False, True, conv.bias is not None])
+        bias_grad = None if bias_grad is None else bias_grad.to(weight.dtype)
+        return None, weight_grad.to(weight.dtype), bias_grad, None, None, None
