@@ -24,6 +24,13 @@ faster). Torch runs with ``--threads`` CPU threads (1, as the trainers' default)
 none (before `--precision` existed) learns in fp32, the only arithmetic it had: so
 ``--ref <32f471f checkout> --precision auto`` is this machine's default update against that day's.
 
+A worker process's speed can depend on the state its memory allocator settles in: with glibc's
+default thresholds, 32f471f's float32 PPO update on Pong took ~950 ms in some processes and
+~1,250 in others on the same machine (`seedpool.experiment.allocator`). Each worker reports
+its allocator (a checkout with ``keep_freed_memory`` sets it as its trainers do), and
+``--processes N`` repeats the whole measurement with N fresh pairs of workers, one after
+another; the table then lists each process's median too.
+
 Writes ``benchmarks/results/learner_speed.md`` (or ``--out``) with the machine and versions.
 """
 from __future__ import annotations
@@ -289,6 +296,12 @@ def worker(threads: int, clock: str, precision: str) -> None:
     import torch
 
     torch.set_num_threads(threads)
+    try:  # what the trainers' `setup_torch` does, in checkouts that have it
+        from seedpool.experiment.allocator import keep_freed_memory
+
+        allocator = "glibc thresholds set (keep_freed_memory)" if keep_freed_memory() else "the C library's default"
+    except ImportError:
+        allocator = "glibc's default (no keep_freed_memory in this checkout)"
     global CLOCK
     CLOCK = time.process_time if clock == "cpu" else time.perf_counter
     built: dict[str, tuple[Any, Any]] = {}
@@ -298,7 +311,8 @@ def worker(threads: int, clock: str, precision: str) -> None:
             if msg["cmd"] == "versions":
                 import seedpool
 
-                reply = {"torch": torch.__version__, "numpy": np.__version__, "seedpool": seedpool.__file__}
+                reply = {"torch": torch.__version__, "numpy": np.__version__, "seedpool": seedpool.__file__,
+                         "allocator": allocator}
             elif msg["cmd"] == "setup":
                 case = next(c for c in CASES if c.name == msg["case"])
                 learner, batch, unused = setup_case(case, msg["quick"])
@@ -367,6 +381,18 @@ def measure(case: Case, workers: dict[str, Worker], rounds: int, quick: bool) ->
     return out
 
 
+def merge(into: dict[str, dict], got: dict[str, dict]) -> None:
+    """Add one set of worker processes' results for a case to those of the sets before."""
+    for label, r in got.items():
+        before = into.setdefault(label, {"times": [], "blocks": [], "processes": [], "unused": r.get("unused", [])})
+        if "error" in before or "error" in r:
+            into[label] = {"error": before.get("error") or r["error"]}
+            continue
+        before["times"] += r["times"]
+        before["blocks"] += r["blocks"]
+        before["processes"].append(statistics.median(r["times"]))
+
+
 def _block(case: Case, quick: bool) -> int:
     return max(1, case.block // 2) if quick else case.block
 
@@ -392,8 +418,9 @@ def _workload(case: Case, quick: bool) -> str:
 def _cell(result: dict) -> str:
     if "error" in result:
         return "error (notes)"
-    blocks = result["blocks"]
-    return f"{1e3 * statistics.median(result['times']):,.1f} ({1e3 * min(blocks):,.1f}-{1e3 * max(blocks):,.1f})"
+    blocks, processes = result["blocks"], result.get("processes", [])
+    each = "; processes " + ", ".join(f"{1e3 * t:,.1f}" for t in processes) if len(processes) > 1 else ""
+    return f"{1e3 * statistics.median(result['times']):,.1f} ({1e3 * min(blocks):,.1f}-{1e3 * max(blocks):,.1f}{each})"
 
 
 def render(results: dict[str, dict[str, dict]], labels: dict[str, Path], info: dict[str, str],
@@ -405,7 +432,8 @@ def render(results: dict[str, dict[str, dict]], labels: dict[str, Path], info: d
              f"`{' '.join(['benchmarks/learner_speed.py', *sys.argv[1:]])}`", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
     lines += ["", "Median time of one `update` over all timed blocks (range of the block medians in "
-              "brackets); blocks alternate between the checkouts' workers round by round. Ratios below 1: "
+              "brackets, then with --processes the median of each worker process); blocks alternate between the "
+              "checkouts' workers round by round. Ratios below 1: "
               "the new checkout is faster. On a shared 2-vCPU machine differences under ~10% are noise.", "",
               "| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * (len(head) - 3)]
     notes = []
@@ -443,6 +471,9 @@ def main(argv: list[str] | None = None) -> None:
                         "on a shared machine (with --threads 1 the two agree on a quiet one)")
     p.add_argument("--precision", choices=("fp32", "bf16", "auto"), default="fp32",
                    help="for the learners that take one (a checkout without the option learns in fp32)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="measure with this many fresh worker processes per checkout, one set after another "
+                        "(a process's speed can depend on how its allocator settled, see the docstring)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -457,27 +488,31 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--ref {args.ref}: expected a checkout with seedpool/__init__.py in it")
     from seedpool.bench.report import cpu_model  # this checkout's (a worker may import another's seedpool)
 
-    workers = {label: Worker(path, args.threads, args.clock, args.precision) for label, path in labels.items()}
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}",
             "python": platform.python_version(), "torch threads per worker": str(args.threads),
             "precision": f"--precision {args.precision} (learners that take none: fp32)",
             "clock": "CPU time of the worker process" if args.clock == "cpu" else "wall-clock",
             "load average before": " ".join(f"{x:.2f}" for x in os.getloadavg())}
-    try:
-        for label, w in workers.items():
-            v = w.ask(cmd="versions")
-            if not Path(v["seedpool"]).resolve().is_relative_to(labels[label]):
-                raise SystemExit(f"the {label} worker imported seedpool from {v['seedpool']}, not from {labels[label]}")
-            info[f"{label}: {labels[label]}"] = f"commit {_commit(labels[label])}; torch {v['torch']}, numpy {v['numpy']}"
-        results = {}
-        for case in wanted:
-            results[case.name] = measure(case, workers, rounds, args.quick)
-            print(f"{case.name}: " + ", ".join(f"{k} {_cell(r)}" for k, r in results[case.name].items()), flush=True)
-    finally:
-        for w in workers.values():
-            w.close()
+    results: dict[str, dict[str, dict]] = {}
+    for process in range(args.processes):  # a fresh pair of workers each time: see --processes
+        workers = {label: Worker(path, args.threads, args.clock, args.precision) for label, path in labels.items()}
+        try:
+            for label, w in workers.items():
+                v = w.ask(cmd="versions")
+                if not Path(v["seedpool"]).resolve().is_relative_to(labels[label]):
+                    raise SystemExit(f"the {label} worker imported seedpool from {v['seedpool']}, not from {labels[label]}")
+                info[f"{label}: {labels[label]}"] = f"commit {_commit(labels[label])}; torch {v['torch']}, " \
+                    f"numpy {v['numpy']}; allocator: {v.get('allocator', '?')}"
+            for case in wanted:
+                merge(results.setdefault(case.name, {}), measure(case, workers, rounds, args.quick))
+                print(f"process set {process + 1}, {case.name}: "
+                      + ", ".join(f"{k} {_cell(r)}" for k, r in results[case.name].items()), flush=True)
+        finally:
+            for w in workers.values():
+                w.close()
     info["load average after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    info["worker processes per checkout, one after another"] = str(args.processes)
     info["rounds x updates per block (after warm-up updates)"] = f"{rounds} x (" + ", ".join(
         f"{c.name} {_block(c, args.quick)} ({1 if args.quick else c.warmup})" for c in wanted) + ")"
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import random
 import numpy as np
 import torch
 
+from seedpool.experiment.allocator import keep_freed_memory
 from seedpool.experiment.checkpoint import (
     CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state,
 )
@@ -26,7 +27,9 @@ __all__ = [
 
 
 def setup_torch(seed: int, threads: int, device: str) -> str:
-    """Seed every global generator, set torch's CPU threads, and resolve "auto" to a device."""
+    """Seed every global generator, set torch's CPU threads, keep freed memory for reuse
+    (`allocator.keep_freed_memory`), and resolve "auto" to a device."""
+    keep_freed_memory()
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
