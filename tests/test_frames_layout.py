@@ -104,21 +104,24 @@ def test_frames_last_and_column_gathers_of_unroll_batches():
     assert torch.equal(take_rows(floats, cols, dim=1), floats[:, cols])
 
 
-def test_first_convolution_under_bf16_autocast_is_float32_forward_and_bf16_weight_gradient():
+@pytest.mark.parametrize("net", ["actor_critic", "q", "small"])
+def test_first_convolution_under_bf16_autocast_is_float32_forward_and_bf16_weight_gradient(net):
     """Under autocast the first layer's pre-activations are float32's rounded once (so every ReLU
     mask is float32's), and its weight gradient is the bf16 product's: within bf16 rounding of
     float32's, and not float32's itself."""
     torch.manual_seed(0)
-    model = NatureCNNActorCritic((4, 84, 84), 6)
-    conv = model.trunk[0]
+    model = NatureCNNQNetwork((4, 84, 84), 6) if net == "q" else \
+        NatureCNNActorCritic((4, 84, 84), 6, cnn="small" if net == "small" else "nature")
+    trunk = model.torso if net == "q" else model.trunk
+    conv = trunk[0]
     obs = torch.randint(0, 256, (8, 84, 84, 4), dtype=torch.uint8).permute(0, 3, 1, 2)  # as stored
     weight = conv.weight.detach().clone().requires_grad_()
     bias = conv.bias.detach().clone().requires_grad_()
     reference = torch.nn.functional.conv2d(obs.float(), weight * model.scale, bias, stride=4)
-    upstream = torch.randn(8, 32, 20, 20) * (reference > 0)  # through the ReLU
+    upstream = torch.randn(reference.shape) * (reference > 0)  # through the ReLU
     ref_w, ref_b = torch.autograd.grad(reference, (weight, bias), upstream)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        first = model.trunk[:2]  # the convolution and its ReLU
+        first = trunk[:2]  # the convolution and its ReLU
         out = scaled_trunk(first, obs, model.scale, model.memory_format)
     assert out.dtype == torch.bfloat16
     assert torch.equal(out, torch.relu(reference.detach()).to(torch.bfloat16))
