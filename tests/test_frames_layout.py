@@ -131,23 +131,3 @@ def test_first_convolution_under_bf16_autocast_is_float32_forward_and_bf16_weigh
         error = float((got - ref).norm() / ref.norm())
         assert 1e-5 < error < 0.01, error  # measured ~0.2%; float32's own would be ~1e-7
 
-
-@pytest.mark.parametrize("size", [(84, 84), (42, 45)])
-def test_weight_gradient_over_pixel_blocks_equals_the_convolutions(size):
-    """The first layer's weight gradient is taken as that of a 2x2 convolution over 4x4 pixel
-    blocks (space-to-depth): the same sums as the 8x8 stride-4 convolution's, frames of any size
-    (rows and columns the convolution never reads are left out)."""
-    from seedpool.models.base import _blocked_weight_grad
-
-    torch.manual_seed(0)
-    conv = torch.nn.Conv2d(4, 16, 8, stride=4)
-    frames = torch.randint(0, 256, (3, 4, *size), dtype=torch.uint8)
-    out = conv(frames.float())
-    upstream = torch.randn_like(out)
-    want_w, want_b = torch.autograd.grad(out, (conv.weight, conv.bias), upstream)
-    for layout in (torch.contiguous_format, torch.channels_last):
-        got_w, got_b = _blocked_weight_grad(frames.contiguous(memory_format=layout), upstream,
-                                            conv.weight.detach(), 4)
-        for got, want in ((got_w, want_w), (got_b, want_b)):
-            assert got.shape == want.shape
-            assert float((got - want).norm() / want.norm()) < 1e-5  # float32 sums in another order
