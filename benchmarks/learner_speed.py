@@ -29,7 +29,9 @@ default thresholds, 32f471f's float32 PPO update on Pong took ~950 ms in some pr
 ~1,250 in others on the same machine (`seedpool.experiment.allocator`). Each worker reports
 its allocator (a checkout with ``keep_freed_memory`` sets it as its trainers do), and
 ``--processes N`` repeats the whole measurement with N fresh pairs of workers, one after
-another; the table then lists each process's median too.
+another; the table then lists each process's median too. ``--ref-allocator keep`` hands the
+ref worker the same thresholds through glibc's environment variables, for the gain of the code
+alone against a ref from before ``keep_freed_memory``.
 
 Writes ``benchmarks/results/learner_speed.md`` (or ``--out``) with the machine and versions.
 """
@@ -302,6 +304,8 @@ def worker(threads: int, clock: str, precision: str) -> None:
         allocator = "glibc thresholds set (keep_freed_memory)" if keep_freed_memory() else "the C library's default"
     except ImportError:
         allocator = "glibc's default (no keep_freed_memory in this checkout)"
+        if os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+            allocator = "glibc thresholds from the environment (--ref-allocator keep)"
     global CLOCK
     CLOCK = time.process_time if clock == "cpu" else time.perf_counter
     built: dict[str, tuple[Any, Any]] = {}
@@ -337,9 +341,10 @@ def worker(threads: int, clock: str, precision: str) -> None:
 class Worker:
     """This script with ``--worker`` under ``PYTHONPATH=checkout``."""
 
-    def __init__(self, checkout: Path, threads: int, clock: str, precision: str) -> None:
+    def __init__(self, checkout: Path, threads: int, clock: str, precision: str,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.checkout = checkout
-        env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": str(threads)}
+        env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": str(threads), **(extra_env or {})}
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker", "--threads", str(threads),
                                       "--clock", clock, "--precision", precision],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
@@ -379,6 +384,14 @@ def measure(case: Case, workers: dict[str, Worker], rounds: int, quick: bool) ->
             out[label]["times"] += reply["times"]
             out[label]["blocks"].append(statistics.median(reply["times"]))
     return out
+
+
+def keep_env() -> dict[str, str]:
+    """glibc's environment variables for this checkout's `keep_freed_memory` thresholds."""
+    from seedpool.experiment import allocator
+
+    return {"MALLOC_MMAP_THRESHOLD_": str(allocator.MMAP_THRESHOLD),
+            "MALLOC_TRIM_THRESHOLD_": str(allocator.TRIM_THRESHOLD), "MALLOC_TOP_PAD_": str(allocator.TOP_PAD)}
 
 
 def merge(into: dict[str, dict], got: dict[str, dict]) -> None:
@@ -474,6 +487,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--processes", type=int, default=1,
                    help="measure with this many fresh worker processes per checkout, one set after another "
                         "(a process's speed can depend on how its allocator settled, see the docstring)")
+    p.add_argument("--ref-allocator", choices=("as-shipped", "keep"), default="as-shipped",
+                   help="keep: the ref worker gets this checkout's glibc thresholds through the environment "
+                        "(for the code's gain alone, when the ref predates keep_freed_memory)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -496,7 +512,9 @@ def main(argv: list[str] | None = None) -> None:
             "load average before": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     results: dict[str, dict[str, dict]] = {}
     for process in range(args.processes):  # a fresh pair of workers each time: see --processes
-        workers = {label: Worker(path, args.threads, args.clock, args.precision) for label, path in labels.items()}
+        workers = {label: Worker(path, args.threads, args.clock, args.precision,
+                                 keep_env() if label == "ref" and args.ref_allocator == "keep" else None)
+                   for label, path in labels.items()}
         try:
             for label, w in workers.items():
                 v = w.ask(cmd="versions")
