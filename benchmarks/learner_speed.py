@@ -386,14 +386,6 @@ def measure(case: Case, workers: dict[str, Worker], rounds: int, quick: bool) ->
     return out
 
 
-def keep_env() -> dict[str, str]:
-    """glibc's environment variables for this checkout's `keep_freed_memory` thresholds."""
-    from seedpool.experiment import allocator
-
-    return {"MALLOC_MMAP_THRESHOLD_": str(allocator.MMAP_THRESHOLD),
-            "MALLOC_TRIM_THRESHOLD_": str(allocator.TRIM_THRESHOLD), "MALLOC_TOP_PAD_": str(allocator.TOP_PAD)}
-
-
 def merge(into: dict[str, dict], got: dict[str, dict]) -> None:
     """Add one set of worker processes' results for a case to those of the sets before."""
     for label, r in got.items():
@@ -503,6 +495,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ref and not (args.ref / "seedpool" / "__init__.py").exists():
         raise SystemExit(f"--ref {args.ref}: expected a checkout with seedpool/__init__.py in it")
     from seedpool.bench.report import cpu_model  # this checkout's (a worker may import another's seedpool)
+    from seedpool.experiment.allocator import environment as allocator_environment
 
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}",
@@ -513,7 +506,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, dict[str, dict]] = {}
     for process in range(args.processes):  # a fresh pair of workers each time: see --processes
         workers = {label: Worker(path, args.threads, args.clock, args.precision,
-                                 keep_env() if label == "ref" and args.ref_allocator == "keep" else None)
+                                 allocator_environment() if label == "ref" and args.ref_allocator == "keep" else None)
                    for label, path in labels.items()}
         try:
             for label, w in workers.items():

@@ -12,7 +12,7 @@ everything else a run does: two learners with the same initial networks live in 
 and take updates on the same replay-sized minibatches, in alternating blocks (new, baseline,
 new, ...) so that machine noise hits both; each block's milliseconds per update, and the ratio
 within each pair of blocks, median over the pairs. The process asks glibc to keep the memory
-it frees (`keep_freed_memory`): in a bare loop of updates the allocator otherwise hands each
+it frees (`seedpool.experiment.allocator.keep_freed_memory`, as every trainer does): in a bare loop of updates the allocator otherwise hands each
 update's large buffers back to the kernel and takes page faults to get them again (50-100 a
 update here, a third of its time), which a training run, whose heap holds the replay and the
 envs, was measured not to pay.
@@ -29,7 +29,6 @@ offpolicy_update_precision.md).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import statistics
 import time
 from pathlib import Path
@@ -41,6 +40,7 @@ import torch
 from seedpool.algos.sac import SACConfig, SACLearner
 from seedpool.algos.td3 import TD3Config, TD3Learner
 from seedpool.bench.report import machine_info, write_markdown
+from seedpool.experiment.allocator import keep_freed_memory
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 
 RESULTS = Path(__file__).parent / "results"
@@ -58,16 +58,6 @@ COMPARISONS = {
     "precision": ("bf16 products by hand against float32 by hand", "offpolicy_update_precision.md",
                   "hand bf16", "hand fp32", {"precision": "bf16"}, {}),
 }
-
-
-def keep_freed_memory() -> bool:
-    """glibc: no mmap per large buffer and no trimming of the heap (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
-    at 1 GiB); False where that is not glibc."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    return bool(libc.mallopt(-3, 1 << 30)) and bool(libc.mallopt(-1, 1 << 30))
 
 
 def learner(algo: str, size: str, options: dict):

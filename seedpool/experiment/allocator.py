@@ -11,8 +11,8 @@ states depending on the order of its first frees: the float32 PPO update on Pong
 moves less memory and gains less: 515-545 ms against 534-612.
 
 :func:`keep_freed_memory` fixes the thresholds (blocks up to 32 MB come from the heap, and up to
-1 GB of freed heap stays mapped), which is what ``MALLOC_MMAP_THRESHOLD_``,
-``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_TOP_PAD_`` in the environment do for a whole process.
+1 GB of freed heap stays mapped), which is what the variables of :func:`environment` do for a
+whole process started with them.
 The cost is memory: a process keeps its peak heap instead of returning it. Other allocators
 (jemalloc, tcmalloc through ``LD_PRELOAD``) and other C libraries ignore it.
 """
@@ -23,10 +23,12 @@ import ctypes.util
 import functools
 import sys
 
-M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # glibc's <malloc.h>
-MMAP_THRESHOLD = 32 << 20  # glibc's largest allowed on 64-bit systems
-TRIM_THRESHOLD = 1 << 30
-TOP_PAD = 128 << 20
+# (mallopt parameter in glibc's <malloc.h>, its environment variable, the value)
+SETTINGS = (
+    (-3, "MALLOC_MMAP_THRESHOLD_", 32 << 20),  # M_MMAP_THRESHOLD: glibc's largest allowed on 64-bit systems
+    (-1, "MALLOC_TRIM_THRESHOLD_", 1 << 30),  # M_TRIM_THRESHOLD
+    (-2, "MALLOC_TOP_PAD_", 128 << 20),  # M_TOP_PAD
+)
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,5 +41,9 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):  # no libc to load, or one without mallopt (musl)
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    settings = ((M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD))
-    return all(mallopt(param, value) == 1 for param, value in settings)
+    return all(mallopt(param, value) == 1 for param, _, value in SETTINGS)
+
+
+def environment() -> dict[str, str]:
+    """The same settings as glibc's environment variables, for a process started from outside."""
+    return {name: str(value) for _, name, value in SETTINGS}

@@ -84,9 +84,15 @@ def scaled_trunk(trunk: nn.Sequential, obs: torch.Tensor, scale: torch.Tensor,
         with torch.autocast(device_type, enabled=False):
             x = FramesConvolution.apply(obs, weight, conv.bias, conv, memory_format, dtype)
     else:
-        x = F.conv2d(obs.to(torch.float32, memory_format=memory_format), weight, conv.bias,
-                     conv.stride, conv.padding, conv.dilation, conv.groups)
+        x = float32_convolution(conv, obs, weight, conv.bias, memory_format)
     return trunk[1:](x)
+
+
+def float32_convolution(conv: nn.Conv2d, frames: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                        memory_format: torch.memory_format) -> torch.Tensor:
+    """``conv``'s geometry with ``weight`` and ``bias`` over the frames as float32 in ``memory_format``."""
+    x = frames.to(torch.float32, memory_format=memory_format)
+    return F.conv2d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
 
 
 class FramesConvolution(torch.autograd.Function):
@@ -102,8 +108,7 @@ class FramesConvolution(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, frames, weight, bias, conv, memory_format, dtype):
-        x = frames.to(torch.float32, memory_format=memory_format)
-        out = F.conv2d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+        out = float32_convolution(conv, frames, weight, bias, memory_format)
         ctx.save_for_backward(frames, weight)
         ctx.conv, ctx.memory_format, ctx.dtype = conv, memory_format, dtype
         return out.to(ctx.dtype)
