@@ -13,14 +13,20 @@ defaults and its train function (see docs/training.md to add one).
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
 import os
+import platform
+import shlex
 import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import tyro
+
+from seedpool.errors import SeedpoolError
 
 USAGE = """usage: seedpool {train,eval,plot,bench} ...
 
@@ -62,11 +68,12 @@ TRAINERS: dict[str, Trainer] = {
                    "seedpool.trainers.td3:train_td3"),
 }
 
+EXIT_BUG = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
-class UsageError(Exception):
+class UsageError(SeedpoolError):
     """Bad command-line input; the message says what to do."""
 
 
@@ -236,20 +243,37 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(command: Callable[[list[str]], int], argv: list[str]) -> int:
-    """Run a subcommand, turning known bad input into a one-line message and exit code 2."""
-    from seedpool.envs.errors import EnvPoolError
-    from seedpool.experiment import CheckpointError, RunDirError
-
+    """Run a subcommand. Bad input (a `SeedpoolError`, also when a run's thread failed with one)
+    becomes a one-line message and exit code 2; any other exception is a defect in seedpool:
+    its traceback, a line saying what to report, and exit code 1."""
     try:
         return command(argv)
-    except (UsageError, CheckpointError, RunDirError, EnvPoolError, ValueError, TypeError) as err:
-        if os.environ.get("SEEDPOOL_DEBUG"):
-            raise
-        print(f"seedpool: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("seedpool: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - every failure ends in a message and an exit code
+        if isinstance(err, SeedpoolError) or isinstance(err.__cause__, SeedpoolError):
+            if os.environ.get("SEEDPOOL_DEBUG"):
+                raise
+            print(f"seedpool: error: {err}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        traceback.print_exc()
+        name = next((key for key, value in COMMANDS.items() if value is command), "")
+        print(bug_report(["seedpool", name, *argv]), file=sys.stderr)
+        return EXIT_BUG
+
+
+def bug_report(command_line: list[str]) -> str:
+    """The line printed under an unexpected exception's traceback: what to include in a report."""
+    versions = [f"Python {platform.python_version()}"]
+    for package in ("seedpool", "torch", "numpy", "gymnasium"):
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{package} not installed")
+    return ("seedpool: internal error: this is a bug in seedpool, not in your input. Please report it "
+            f"with the command line ({shlex.join(command_line)}), the versions ({', '.join(versions)}) "
+            "and the traceback above.")
 
 
 if __name__ == "__main__":

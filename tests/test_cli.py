@@ -37,6 +37,7 @@ def run_dir(tmp_path) -> Path:
 
 @pytest.mark.parametrize("args, message", [
     (["--env", "CartPol-v1"], "unknown task id 'CartPol-v1'.*Did you mean 'CartPole-v1'"),
+    (["--env", "no_such_module:Task-v0"], "unknown task id 'no_such_module:Task-v0'.*No module named"),
     (["--model.kind", "cnn"], "CNN policy needs image observations.*Use --model.kind mlp"),
     (["--device", "cuda:7"] if not torch.cuda.is_available() else ["--num-envs", "0"], "device|num_envs"),
 ])
@@ -55,6 +56,49 @@ def test_unknown_option_and_unknown_algorithm_exit_nonzero(tmp_path, capsys):
     assert "unknown algorithm 'rainbow'; available: ppo, impala, dqn, apex" in capsys.readouterr().err
     assert main(["fly"]) == 2
     assert _runs(tmp_path) == []
+
+
+def test_bad_option_value_is_one_line_without_traceback(tmp_path, capsys):
+    """A value seedpool's own checks refuse: one line, exit code 2, no traceback."""
+    assert _train(tmp_path, "--sampler", "double", "--num-envs", "3") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("seedpool: error: --sampler double"), err
+    assert "Traceback" not in err and "bug" not in err
+    assert _runs(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind", [ValueError, TypeError, KeyError])
+def test_an_internal_error_shows_its_traceback_and_asks_for_a_report(tmp_path, capsys, monkeypatch, kind):
+    """A plain exception from inside seedpool is a bug, not bad input: traceback, report line, exit 1."""
+    import seedpool.trainers.ppo
+
+    def broken(cfg):
+        raise kind("deep inside the trainer")
+
+    monkeypatch.setattr(seedpool.trainers.ppo, "train_ppo", broken)
+    assert _train(tmp_path, "--total-timesteps", "64") == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in broken" in err
+    assert f"{kind.__name__}: " in err and "deep inside the trainer" in err
+    assert "seedpool: error:" not in err
+    report = err.strip().splitlines()[-1]
+    assert "bug in seedpool" in report and "seedpool train ppo --env CartPole-v1" in report
+    assert f"torch {torch.__version__}" in report and "Python 3." in report and "traceback" in report
+
+
+def test_a_thread_that_failed_on_bad_input_is_still_one_line(capsys):
+    """A run's component that failed with seedpool's own error (wrapped as the runner does) is bad input."""
+    from seedpool.cli import run_command
+    from seedpool.errors import ConfigError
+
+    def command(argv):
+        try:
+            raise ConfigError("the env's observation space cannot be stored")
+        except ConfigError as err:
+            raise RuntimeError(f"the learner failed: {err}") from err
+
+    assert run_command(command, []) == 2
+    assert capsys.readouterr().err == "seedpool: error: the learner failed: the env's observation space cannot be stored\n"
 
 
 def test_resume_refuses_corrupt_foreign_and_other_algorithm_runs(run_dir, capsys):

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from seedpool.actors.lockstep import LockstepSampler
+from seedpool.errors import ConfigError
 from seedpool.models.precision import Precision, autocast
 from seedpool.timing import PhaseTimer
 
@@ -27,7 +28,7 @@ class EpsilonGreedySampler(LockstepSampler):
                  choose: Chooser, device: str | torch.device = "cpu", timer: PhaseTimer | None = None,
                  seed: int = 0, precision: Precision = "fp32") -> None:
         if not isinstance(pool.single_action_space, gym.spaces.Discrete):
-            raise ValueError(f"value-based agents need a Discrete action space, got {pool.single_action_space}")
+            raise ConfigError(f"value-based agents need a Discrete action space, got {pool.single_action_space}")
         super().__init__(pool, num_steps, (), np.int64, device, timer, seed, precision)
         self.q_net, self.epsilon, self.choose = q_net, epsilon, choose
 

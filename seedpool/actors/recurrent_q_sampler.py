@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from seedpool.actors.lockstep import LockstepSampler
+from seedpool.errors import ConfigError
 from seedpool.models.precision import Precision, autocast
 from seedpool.records import ActOutput, Episode, Unrolls
 from seedpool.timing import PhaseTimer
@@ -33,7 +34,7 @@ class RecurrentQSampler(LockstepSampler):
     def __init__(self, pool, q_net: torch.nn.Module, num_steps: int, act: ActFn, device: str | torch.device = "cpu",
                  timer: PhaseTimer | None = None, seed: int = 0, precision: Precision = "fp32") -> None:
         if not isinstance(pool.single_action_space, gym.spaces.Discrete):
-            raise ValueError(f"value-based agents need a Discrete action space, got {pool.single_action_space}")
+            raise ConfigError(f"value-based agents need a Discrete action space, got {pool.single_action_space}")
         super().__init__(pool, num_steps, (), np.int64, device, timer, seed, precision)
         self.q_net, self.act_fn = q_net, act
         self.slots = torch.arange(self.B, device=self.device)

@@ -23,6 +23,7 @@ import torch
 from seedpool.actors.actions import env_actions
 from seedpool.actors.episodes import EpisodeTracker
 from seedpool.actors.memory import PolicyMemory
+from seedpool.errors import ConfigError
 from seedpool.models.precision import Precision, autocast
 from seedpool.timing import PhaseTimer
 from seedpool.models import mlp_act
@@ -241,8 +242,8 @@ class DoubleBufferedSampler:
     def __init__(self, pool, policy: ActorCritic, num_steps: int, device: str = "cpu",
                  timer: PhaseTimer | None = None, precision: Precision = "fp32") -> None:
         if not pool.is_async or pool.batch_size * 2 != pool.num_envs:
-            raise ValueError(f"the double-buffered sampler needs an async pool with batch_size = num_envs / 2, "
-                             f"got num_envs={pool.num_envs}, batch_size={pool.batch_size}")
+            raise ConfigError(f"the double-buffered sampler needs an async pool with batch_size = num_envs / 2, "
+                              f"got num_envs={pool.num_envs}, batch_size={pool.batch_size}")
         self.pool, self.policy, self.T, self.device = pool, policy, num_steps, device
         self.precision = precision
         self.B = N = pool.num_envs
@@ -355,7 +356,7 @@ def make_sampler(kind: str, pool, policy: ActorCritic, num_steps: int, device: s
         return SyncSampler(pool, policy, num_steps, device, timer, replay_limit, precision)
     if kind == "double":
         if is_recurrent(policy):
-            raise ValueError("the double-buffered sampler does not carry a recurrent policy's state; "
-                             "use --sampler sync (or auto) with --model.core lstm|gru")
+            raise ConfigError("the double-buffered sampler does not carry a recurrent policy's state; "
+                              "use --sampler sync (or auto) with --model.core lstm|gru")
         return DoubleBufferedSampler(pool, policy, num_steps, device, timer, precision)
-    raise ValueError(f"sampler must be 'sync' or 'double', got {kind!r}")
+    raise ConfigError(f"sampler must be 'sync' or 'double', got {kind!r}")

@@ -29,6 +29,7 @@ from torch import nn
 from seedpool.algos.gradient import Precision
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.replay_learner import ReplayUpdate
+from seedpool.errors import ConfigError
 from seedpool.models.flat import flatten_parameters
 from seedpool.models.q import QNetwork
 
@@ -117,7 +118,7 @@ def exploration_epsilon(cfg: DQNConfig, progress: float) -> float:
 def apex_epsilons(num_actors: int, eps: float = 0.4, alpha: float = 7.0) -> np.ndarray:
     """Ape-X's fixed per-actor epsilons ``eps^(1 + alpha * i / (N - 1))``, i = 0..N-1 (N = 1: [eps])."""
     if num_actors < 1:
-        raise ValueError(f"num_actors must be >= 1, got {num_actors}")
+        raise ConfigError(f"num_actors must be >= 1, got {num_actors}")
     if num_actors == 1:
         return np.array([eps], dtype=np.float64)
     return eps ** (1.0 + alpha * np.arange(num_actors) / (num_actors - 1))
@@ -161,7 +162,7 @@ def dqn_loss(online: nn.Module, target: nn.Module, batch: Mapping[str, torch.Ten
     elif loss == "mse":
         per_row = F.mse_loss(q, y, reduction="none")
     else:
-        raise ValueError(f"loss must be 'huber' or 'mse', got {loss!r}")
+        raise ConfigError(f"loss must be 'huber' or 'mse', got {loss!r}")
     weights = batch.get("weights")
     weighted = per_row if weights is None else per_row * weights
     return weighted.mean(), (q - y).detach(), q.detach()
@@ -188,12 +189,12 @@ class DQNLearner(GradientLearner):
     def __init__(self, model: QNetwork, cfg: QLearningConfig, total_steps: int | None = None,
                  device: str | torch.device = "cpu", precision: Precision = "fp32") -> None:
         if not 0.0 < cfg.tau <= 1.0 or cfg.target_network_frequency < 1:
-            raise ValueError(f"need 0 < tau <= 1 and target_network_frequency >= 1, got tau={cfg.tau}, "
-                             f"target_network_frequency={cfg.target_network_frequency}")
+            raise ConfigError(f"need 0 < tau <= 1 and target_network_frequency >= 1, got tau={cfg.tau}, "
+                              f"target_network_frequency={cfg.target_network_frequency}")
         if cfg.loss not in ("huber", "mse"):
-            raise ValueError(f"loss must be 'huber' or 'mse', got {cfg.loss!r}")
+            raise ConfigError(f"loss must be 'huber' or 'mse', got {cfg.loss!r}")
         if cfg.policy_average < 0:
-            raise ValueError(f"policy_average (gradient steps) must be >= 0, got {cfg.policy_average}")
+            raise ConfigError(f"policy_average (gradient steps) must be >= 0, got {cfg.policy_average}")
         self.device = torch.device(device)
         model = model.to(self.device)
         # One flat tensor per network: Adam, clipping and the target update are one op each.

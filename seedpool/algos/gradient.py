@@ -29,6 +29,7 @@ import time
 
 import torch
 
+from seedpool.errors import ConfigError
 from seedpool.models.flat import clip_grad_norm, zero_grads
 from seedpool.models.precision import PRECISIONS, Precision, autocast
 
@@ -85,7 +86,7 @@ class GradientStep:
     def __init__(self, optimizer: torch.optim.Optimizer, max_grad_norm: float | None, name: str,
                  precision: Precision = "fp32") -> None:
         if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+            raise ConfigError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.optimizer = optimizer
         self.params = [p for group in optimizer.param_groups for p in group["params"]]
         self.max_grad_norm = float("inf") if max_grad_norm is None else float(max_grad_norm)

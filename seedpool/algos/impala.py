@@ -31,6 +31,7 @@ from seedpool.algos.gradient import NonFiniteLossError, Precision  # noqa: F401 
 from seedpool.algos.impala_recurrent import evaluate_recurrent, recurrent_tensors, unroll_axis
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.vtrace import vtrace
+from seedpool.errors import ConfigError
 from seedpool.models.base import ActorCritic, float32
 from seedpool.models.recurrent import is_recurrent
 from seedpool.records import ActOutput, Unrolls
@@ -99,7 +100,7 @@ def make_optimizer(model: nn.Module, cfg: ImpalaConfig) -> torch.optim.Optimizer
         return torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5, fused=fused)
     if cfg.optimizer == "rmsprop":
         return torch.optim.RMSprop(model.parameters(), lr=cfg.learning_rate, alpha=0.99, eps=0.01, foreach=True)
-    raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {cfg.optimizer!r}")
+    raise ConfigError(f"optimizer must be 'adam' or 'rmsprop', got {cfg.optimizer!r}")
 
 
 def unrolls_to_tensors(u: Unrolls, device: torch.device, recurrent: bool = False) -> Batch:
@@ -203,10 +204,10 @@ class ImpalaLearner(GradientLearner):
     def __init__(self, model: ActorCritic, cfg: ImpalaConfig, device: str | torch.device = "cpu",
                  total_steps: int | None = None, precision: Precision = "fp32") -> None:
         if cfg.num_minibatches < 1 or cfg.update_epochs < 1:
-            raise ValueError("update_epochs and num_minibatches must be >= 1")
+            raise ConfigError("update_epochs and num_minibatches must be >= 1")
         if cfg.num_minibatches > cfg.unrolls_per_batch:
-            raise ValueError(f"num_minibatches={cfg.num_minibatches} exceeds unrolls_per_batch="
-                             f"{cfg.unrolls_per_batch}: a minibatch needs at least one unroll")
+            raise ConfigError(f"num_minibatches={cfg.num_minibatches} exceeds unrolls_per_batch="
+                              f"{cfg.unrolls_per_batch}: a minibatch needs at least one unroll")
         self.device = torch.device(device)
         model = model.to(self.device)
         super().__init__(model, make_optimizer(model, cfg), total_steps, name="IMPALA",

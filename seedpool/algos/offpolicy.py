@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
+from seedpool.errors import ConfigError
 from seedpool.models.flat import flatten_parameters
 
 
@@ -114,14 +115,14 @@ class frozen:
 def check_config(cfg: OffPolicyConfig) -> None:
     """Raise ValueError for settings that cannot work, saying which."""
     if not 0.0 < cfg.tau <= 1.0:
-        raise ValueError(f"tau must be in (0, 1], got {cfg.tau}")
+        raise ConfigError(f"tau must be in (0, 1], got {cfg.tau}")
     if not 0.0 <= cfg.gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {cfg.gamma}")
+        raise ConfigError(f"gamma must be in [0, 1], got {cfg.gamma}")
     if cfg.policy_frequency < 1 or cfg.target_network_frequency < 1:
-        raise ValueError(f"policy_frequency and target_network_frequency must be >= 1, got "
-                         f"{cfg.policy_frequency}, {cfg.target_network_frequency}")
+        raise ConfigError(f"policy_frequency and target_network_frequency must be >= 1, got "
+                          f"{cfg.policy_frequency}, {cfg.target_network_frequency}")
     if cfg.utd_ratio <= 0:
-        raise ValueError(f"utd_ratio (gradient steps per env step) must be > 0, got {cfg.utd_ratio}")
+        raise ConfigError(f"utd_ratio (gradient steps per env step) must be > 0, got {cfg.utd_ratio}")
 
 
 def merged_profile(*profiles: dict[str, float]) -> dict[str, float]:

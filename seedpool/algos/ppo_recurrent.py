@@ -21,6 +21,7 @@ import torch
 from seedpool.algos.gradient import GradientStep
 from seedpool.algos.ppo import PPOConfig, explained_variance, ppo_objective
 from seedpool.algos.returns import gae
+from seedpool.errors import ConfigError
 from seedpool.models.recurrent import RecurrentActorCritic
 from seedpool.records import Rollout
 
@@ -84,8 +85,8 @@ def recurrent_ppo_update(policy: RecurrentActorCritic, step: GradientStep, batch
     statistics averaged over the last epoch's minibatches (as `seedpool.algos.ppo.ppo_update`)."""
     B = batch.num_envs
     if cfg.num_minibatches > B:
-        raise ValueError(f"recurrent PPO splits the {B} env sequences of a rollout into minibatches: "
-                         f"--ppo.num-minibatches must be at most --num-envs ({B}), got {cfg.num_minibatches}")
+        raise ConfigError(f"recurrent PPO splits the {B} env sequences of a rollout into minibatches: "
+                          f"--ppo.num-minibatches must be at most --num-envs ({B}), got {cfg.num_minibatches}")
     clip = cfg.clip_coef if clip_coef is None or cfg.clip_coef is None else clip_coef
     whole = cfg.num_minibatches == 1
     epochs_done, history = 0, []

@@ -35,6 +35,7 @@ from seedpool.algos.dqn import apex_epsilons, epsilon_greedy
 from seedpool.algos.gradient import Precision
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
 from seedpool.algos.replay_learner import ReplayUpdate
+from seedpool.errors import ConfigError
 from seedpool.models.flat import flatten_parameters
 from seedpool.models.recurrent_q import RecurrentQNetwork
 from seedpool.records import ActOutput
@@ -102,14 +103,14 @@ class R2D2Config:
         """Raise ValueError for settings that cannot work together."""
         L = self.sequence_length
         if not 0 <= self.burn_in < L:
-            raise ValueError(f"burn_in must be in [0, sequence_length={L}), got {self.burn_in}")
+            raise ConfigError(f"burn_in must be in [0, sequence_length={L}), got {self.burn_in}")
         if not 0 <= self.overlap < L:
-            raise ValueError(f"overlap must be in [0, sequence_length={L}), got {self.overlap}")
+            raise ConfigError(f"overlap must be in [0, sequence_length={L}), got {self.overlap}")
         if self.n_step < 1 or not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"need n_step >= 1 and 0 <= gamma <= 1, got {self.n_step}, {self.gamma}")
+            raise ConfigError(f"need n_step >= 1 and 0 <= gamma <= 1, got {self.n_step}, {self.gamma}")
         if self.target_network_frequency < 1 or self.rescale_eps <= 0:
-            raise ValueError("target_network_frequency must be >= 1 and rescale_eps > 0, got "
-                             f"{self.target_network_frequency}, {self.rescale_eps}")
+            raise ConfigError("target_network_frequency must be >= 1 and rescale_eps > 0, got "
+                              f"{self.target_network_frequency}, {self.rescale_eps}")
 
 
 def value_rescale(x: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
@@ -240,7 +241,7 @@ class R2D2Learner(GradientLearner):
                  device: str | torch.device = "cpu", precision: Precision = "fp32") -> None:
         cfg.check()
         if cfg.loss not in ("mse", "huber"):
-            raise ValueError(f"loss must be 'mse' or 'huber', got {cfg.loss!r}")
+            raise ConfigError(f"loss must be 'mse' or 'huber', got {cfg.loss!r}")
         self.device = torch.device(device)
         model = model.to(self.device)
         self.params = flatten_parameters(model)

@@ -20,6 +20,7 @@ import numpy as np
 from torch import nn
 
 from seedpool.algos.unroll_steps import UnrollSteps
+from seedpool.errors import ConfigError
 from seedpool.records import Unrolls
 
 
@@ -61,9 +62,9 @@ class ReplayLearner:
     def __init__(self, learner: MinibatchLearner, replay, writer, *, replay_ratio: float, minibatch_size: int,
                  learning_starts: int, total_steps: int, beta0: float = 0.4) -> None:
         if replay_ratio <= 0 or minibatch_size < 1:
-            raise ValueError(f"need replay_ratio > 0 and minibatch_size >= 1, got {replay_ratio}, {minibatch_size}")
+            raise ConfigError(f"need replay_ratio > 0 and minibatch_size >= 1, got {replay_ratio}, {minibatch_size}")
         if not 0.0 <= beta0 <= 1.0:
-            raise ValueError(f"beta0 (the IS exponent at the start) must be in [0, 1], got {beta0}")
+            raise ConfigError(f"beta0 (the IS exponent at the start) must be in [0, 1], got {beta0}")
         self.learner, self.replay, self.writer = learner, replay, writer
         self.replay_ratio, self.minibatch_size, self.beta0 = replay_ratio, minibatch_size, beta0
         self.learning_starts, self.total_steps = learning_starts, total_steps

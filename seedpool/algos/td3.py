@@ -25,6 +25,7 @@ from seedpool.algos.offpolicy import (
 )
 from seedpool.algos.offpolicy_gradients import TD3Gradients
 from seedpool.algos.replay_learner import ReplayUpdate
+from seedpool.errors import ConfigError
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
 from seedpool.models.precision import product_dtype
@@ -71,7 +72,7 @@ class TD3Learner(GradientLearner):
         if agent.stochastic:
             raise ValueError("TD3 and DDPG need a deterministic actor: build the agent with stochastic=False")
         if cfg.policy_noise < 0 or cfg.noise_clip < 0:
-            raise ValueError(f"policy_noise and noise_clip must be >= 0, got {cfg.policy_noise}, {cfg.noise_clip}")
+            raise ConfigError(f"policy_noise and noise_clip must be >= 0, got {cfg.policy_noise}, {cfg.noise_clip}")
         self.device = torch.device(device)
         agent = agent.to(self.device)
         fused = self.device.type in ("cpu", "cuda")

@@ -12,6 +12,7 @@ import tyro
 from seedpool.bench.cases import TARGETS, cartpole_group, pong_group, uneven_group
 from seedpool.bench.harness import CaseResult, Group, Timing, reap_leftovers, run_group
 from seedpool.bench.report import machine_info, render
+from seedpool.errors import ConfigError
 
 TASKS = ("cartpole", "pong", "uneven")
 QUICK = Timing(warmup=0.2, window=0.5, repeats=2)
@@ -50,7 +51,7 @@ def timing_of(args: BenchArgs) -> Timing:
         repeats=base.repeats if args.repeats is None else args.repeats,
     )
     if timing.window <= 0 or timing.repeats < 1 or timing.warmup < 0:
-        raise ValueError(f"expected window > 0, repeats >= 1, warmup >= 0; got {timing}")
+        raise ConfigError(f"expected window > 0, repeats >= 1, warmup >= 0; got {timing}")
     return timing
 
 
@@ -69,9 +70,9 @@ def _positive_ints(text: str, flag: str) -> list[int]:
     try:
         sizes = [int(s) for s in _split(text)]
     except ValueError:
-        raise ValueError(f"{flag} expects comma-separated positive integers, got {text!r}") from None
+        raise ConfigError(f"{flag} expects comma-separated positive integers, got {text!r}") from None
     if not sizes or min(sizes) < 1:
-        raise ValueError(f"{flag} expects comma-separated positive integers, got {text!r}")
+        raise ConfigError(f"{flag} expects comma-separated positive integers, got {text!r}")
     return sizes
 
 
@@ -80,7 +81,7 @@ def groups_of(args: BenchArgs) -> list[Group]:
     tasks = _split(args.tasks)
     unknown = sorted(set(tasks) - set(TASKS))
     if unknown:
-        raise ValueError(f"unknown task(s) {unknown}; expected some of {list(TASKS)}")
+        raise ConfigError(f"unknown task(s) {unknown}; expected some of {list(TASKS)}")
     groups: list[Group] = []
     for task in tasks:
         if task == "cartpole":
@@ -100,7 +101,7 @@ def run(args: BenchArgs) -> str:
     """Run the benchmark described by `args`; return the markdown report."""
     timing, groups = timing_of(args), groups_of(args)
     if not groups:
-        raise ValueError(f"no case left to run (tasks={args.tasks!r}, cases={args.cases!r})")
+        raise ConfigError(f"no case left to run (tasks={args.tasks!r}, cases={args.cases!r})")
     info = machine_info()
     info["selection"] = (f"tasks={args.tasks}; CartPole sizes={_sizes(args)}; Pong sizes={args.pong_sizes}; "
                          f"cases={args.cases or 'all'}")

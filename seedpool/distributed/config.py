@@ -6,14 +6,16 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
+from seedpool.errors import ConfigError
+
 INSTALL_HINT = "pip install 'seedpool[ray]'"
 
 
-class RayNotInstalledError(ImportError, ValueError):
-    """--ray-address was given but Ray is not installed (a ValueError too: the CLI prints it in one line)."""
+class RayNotInstalledError(ConfigError, ImportError):
+    """--ray-address was given but Ray is not installed (a ConfigError: the CLI prints it in one line)."""
 
 
-class ClusterError(ConnectionError, ValueError):
+class ClusterError(ConfigError, ConnectionError):
     """The Ray cluster cannot be reached or cannot place any actor group; the message says what to do."""
 
 
@@ -66,8 +68,8 @@ def plan_groups(cfg: RayConfig, num_envs: int, envs_per_recv: int | None, node_c
     envs = cfg.envs_per_group or max(2, num_envs // groups)
     batch = envs_per_recv or max(1, envs // 2)
     if batch >= envs:
-        raise ValueError(f"envs_per_recv={batch} must be below the {envs} envs of each actor group "
-                         "(central inference needs the engine's async mode)")
+        raise ConfigError(f"envs_per_recv={batch} must be below the {envs} envs of each actor group "
+                          "(central inference needs the engine's async mode)")
     return GroupLayout(groups, envs, batch, cpus)
 
 

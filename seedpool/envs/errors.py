@@ -8,8 +8,10 @@ from functools import lru_cache
 
 from gymnasium.error import ClosedEnvironmentError
 
+from seedpool.errors import ConfigError, SeedpoolError
 
-class EnvPoolError(RuntimeError):
+
+class EnvPoolError(SeedpoolError, RuntimeError):
     """Base class of every error the engine raises on its own account."""
 
 
@@ -91,9 +93,9 @@ class WaitTimeout(EnvPoolError):
     """A wait with a timeout ended before enough envs finished; they stay in flight."""
 
 
-class ActionBatchError(ValueError, TypeError):
+class ActionBatchError(ConfigError, TypeError):
     """A single action where a batch was expected (a TypeError too, as gymnasium raises it)."""
 
 
-class SpaceMismatchError(ValueError, RuntimeError):
+class SpaceMismatchError(ConfigError, RuntimeError):
     """Envs of one pool whose spaces differ (a RuntimeError too, as gymnasium raises it)."""

@@ -16,6 +16,7 @@ from seedpool.envs.native.threads import native_config
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
 from seedpool.envs.spec import Task, TaskSpec, check_observation_mode, resolve
+from seedpool.errors import ConfigError
 
 BACKENDS = ("auto", "serial", "thread", "process")
 ON_WORKER_DEATH = ("raise", "restart")
@@ -92,18 +93,18 @@ def make(
     # EnvPool's own make() options (env_type, num_threads, ...), for scripts written for it.
     num_workers = take_envpool_options(task_options, num_workers)
     if not isinstance(num_envs, int) or num_envs < 1:
-        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        raise ConfigError(f"num_envs must be a positive int, got {num_envs!r}")
     batch_size = num_envs if batch_size is None else batch_size
     if not isinstance(batch_size, int) or not 1 <= batch_size <= num_envs:
-        raise ValueError(f"batch_size must be an int in [1, num_envs={num_envs}], got {batch_size!r}")
+        raise ConfigError(f"batch_size must be an int in [1, num_envs={num_envs}], got {batch_size!r}")
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if autoreset not in AUTORESET_MODES:
-        raise ValueError(f"autoreset must be one of {AUTORESET_MODES}, got {autoreset!r}")
+        raise ConfigError(f"autoreset must be one of {AUTORESET_MODES}, got {autoreset!r}")
     if on_worker_death not in ON_WORKER_DEATH:
-        raise ValueError(f"on_worker_death must be one of {ON_WORKER_DEATH}, got {on_worker_death!r}")
+        raise ConfigError(f"on_worker_death must be one of {ON_WORKER_DEATH}, got {on_worker_death!r}")
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
-        raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
+        raise ConfigError(f"num_workers must be a positive int or None, got {num_workers!r}")
     restart = on_worker_death == "restart"
     check_observation_mode(observation_mode)
     seeds = env_seeds(seed, num_envs)
@@ -131,10 +132,10 @@ def env_count(task: Task, num_envs: int | None) -> int:
     `num_envs` (default 1)."""
     if isinstance(task, (list, tuple)):
         if not task:
-            raise ValueError("the list of env factories is empty: give one zero-argument callable per env")
+            raise ConfigError("the list of env factories is empty: give one zero-argument callable per env")
         if num_envs is not None and num_envs != len(task):
-            raise ValueError(f"a list of {len(task)} env factories builds {len(task)} envs, "
-                             f"but num_envs={num_envs} was given")
+            raise ConfigError(f"a list of {len(task)} env factories builds {len(task)} envs, "
+                              f"but num_envs={num_envs} was given")
         return len(task)
     return 1 if num_envs is None else num_envs
 
@@ -184,10 +185,10 @@ def plan(
         log.info("seedpool: %s x %d: backend=%r, %s workers, %d envs in this process: %s",
                  spec.name, num_envs, backend, num_workers, local, reason)
     if backend == "thread" and restart:
-        raise ValueError(_THREADS_CANNOT_RESTART)
+        raise ConfigError(_THREADS_CANNOT_RESTART)
     unsupported = ring_order_problem(backend)
     if unsupported:
-        raise ValueError(unsupported)
+        raise ConfigError(unsupported)
     if backend == "serial":
         return ExecutorConfig("serial", 0, num_envs, 0.0, 0.0, step_timeout, False, reason)
     workers = min(num_workers or cores, num_envs - local)

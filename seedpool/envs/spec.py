@@ -12,6 +12,7 @@ import numpy as np
 
 from seedpool.envs import registry, spaces
 from seedpool.envs.errors import SpaceMismatchError
+from seedpool.errors import ConfigError, ConfigTypeError, UnknownEnvError
 
 EnvFn = Callable[[], gym.Env]
 Task = Union[str, EnvFn, Sequence[EnvFn]]
@@ -64,7 +65,7 @@ def _check_same_spaces(env: Any, spec: TaskSpec, i: int) -> None:
     """Raise a SpaceMismatchError if env `i`, built by its own factory, cannot be batched
     with env 0 (its observation space may differ in bounds with observation_mode="different")."""
     if not isinstance(env, gym.Env):
-        raise TypeError(f"env_fns[{i}] returned {type(env).__name__}, expected a gymnasium.Env")
+        raise ConfigTypeError(f"env_fns[{i}] returned {type(env).__name__}, expected a gymnasium.Env")
     mine, first = env.observation_space, spec.observation_space
     if spec.observation_mode == "same" and mine != first:
         env.close()
@@ -91,8 +92,8 @@ def check_observation_mode(mode: Any) -> None:
     """A ValueError unless `mode` is "same", "different" or a (batched, single) pair of spaces."""
     pair = isinstance(mode, tuple) and len(mode) == 2 and all(isinstance(s, gym.Space) for s in mode)
     if not pair and not (isinstance(mode, str) and mode in OBSERVATION_MODES):
-        raise ValueError("Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and "
-                         f"batch observation space, actual got {mode}")
+        raise ConfigError("Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and "
+                          f"batch observation space, actual got {mode}")
 
 
 class _ValidatedDiscrete(gym.spaces.Discrete):
@@ -161,12 +162,12 @@ def _gym_factory(task_id: str, options: dict[str, Any]) -> EnvFn:
 def _unknown_id(task_id: str, err: Exception) -> ValueError:
     if isinstance(err, gym.error.DependencyNotInstalled) and "mujoco" in str(err).lower():
         # Gymnasium's MuJoCo tasks (HalfCheetah-v5, ...) are registered without the package installed.
-        return ValueError(f"{task_id} is one of Gymnasium's MuJoCo tasks and needs the mujoco package: "
-                          f"pip install 'seedpool[mujoco]' ({err})")
+        return ConfigError(f"{task_id} is one of Gymnasium's MuJoCo tasks and needs the mujoco package: "
+                           f"pip install 'seedpool[mujoco]' ({err})")
     known = registry.registered_ids() + list(gym.registry.keys())
     close = difflib.get_close_matches(task_id, known, n=3)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return ValueError(f"unknown task id {task_id!r} ({err}).{hint}")
+    return UnknownEnvError(f"unknown task id {task_id!r} ({err}).{hint}")
 
 
 def _info_spec(env: gym.Env, info_keys: dict[str, Any] | None) -> dict[str, np.dtype]:
@@ -174,7 +175,7 @@ def _info_spec(env: gym.Env, info_keys: dict[str, Any] | None) -> dict[str, np.d
     reserved = {"env_id", "elapsed_step", "episode_return", "episode_length", "final_obs"}
     for k, v in (info_keys or {}).items():
         if k in reserved:
-            raise ValueError(f"info key {k!r} is reserved by the engine")
+            raise ConfigError(f"info key {k!r} is reserved by the engine")
         spec[k] = np.dtype(v)
     return spec
 
@@ -192,7 +193,7 @@ def resolve(
     prefer_processes = False
     if callable(task):
         if options:
-            raise TypeError(
+            raise ConfigTypeError(
                 f"task options {sorted(options)} only apply to task ids; "
                 "pass them to your env factory instead"
             )
@@ -213,14 +214,14 @@ def resolve(
             env_fn = _gym_factory(task, options)
             try:
                 probe, limit = _peel(gym.make(task, disable_env_checker=True, **options))
-            except gym.error.Error as err:
+            except (gym.error.Error, ModuleNotFoundError) as err:  # "module:Id" of a module not there
                 raise _unknown_id(task, err) from None
     else:
-        raise TypeError(f"task must be an id string or a zero-argument callable, got {type(task).__name__}")
+        raise ConfigTypeError(f"task must be an id string or a zero-argument callable, got {type(task).__name__}")
     if not isinstance(probe, gym.Env):
-        raise TypeError(f"the env factory returned {type(probe).__name__}, expected a gymnasium.Env")
+        raise ConfigTypeError(f"the env factory returned {type(probe).__name__}, expected a gymnasium.Env")
     if max_episode_steps is not None and max_episode_steps <= 0:
-        raise ValueError(f"max_episode_steps must be positive, got {max_episode_steps}")
+        raise ConfigError(f"max_episode_steps must be positive, got {max_episode_steps}")
     action_space = copy.deepcopy(probe.action_space)  # users see a space of their own
     if isinstance(task, str):  # the engine built these envs: they may trust its validation
         _trust_engine_actions(probe)
@@ -244,8 +245,8 @@ def _resolve_env_fns(env_fns: list[Any], max_episode_steps: int | None,
     """A TaskSpec whose env i is built by `env_fns[i]` (gymnasium's `SyncVectorEnv(env_fns)`
     convention); env 0 is the probe, the others are checked against it where they are built."""
     if not env_fns or not all(callable(fn) for fn in env_fns):
-        raise TypeError("a list task must be a non-empty list of zero-argument callables returning "
-                        "gymnasium.Env, e.g. [make_env(i) for i in range(num_envs)]")
+        raise ConfigTypeError("a list task must be a non-empty list of zero-argument callables returning "
+                              "gymnasium.Env, e.g. [make_env(i) for i in range(num_envs)]")
     spec = resolve(env_fns[0], max_episode_steps=max_episode_steps, info_keys=info_keys, **options)
     spec.env_fns = env_fns
     return spec

@@ -10,6 +10,7 @@ import random
 import numpy as np
 import torch
 
+from seedpool.errors import ConfigError
 from seedpool.experiment.allocator import keep_freed_memory
 from seedpool.experiment.checkpoint import (
     CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state,
@@ -38,7 +39,7 @@ def setup_torch(seed: int, threads: int, device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"--device {device}: this machine has no CUDA device; use --device cpu")
+        raise ConfigError(f"--device {device}: this machine has no CUDA device; use --device cpu")
     return device
 
 

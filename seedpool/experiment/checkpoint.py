@@ -30,11 +30,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from seedpool.errors import SeedpoolError
+
 FORMAT = "seedpool-checkpoint"
 VERSION = 2
 
 
-class CheckpointError(Exception):
+class CheckpointError(SeedpoolError):
     """A checkpoint that cannot be used; the message says why and what to do."""
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
+from seedpool.errors import ConfigError
+
 T = TypeVar("T")
 
 OptionValue = Union[bool, int, float, str]
@@ -82,7 +84,7 @@ def config_from_dict(cls: type[T], data: dict[str, Any]) -> T:
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise ValueError(f"{cls.__name__} has no option(s) {unknown}; known: {sorted(names)}")
+        raise ConfigError(f"{cls.__name__} has no option(s) {unknown}; known: {sorted(names)}")
     return cls(**{k: _coerce(hints[k], v) for k, v in data.items()})
 
 
@@ -125,8 +127,8 @@ def upgrade_options(data: dict[str, Any], renamed: Renames, dropped: Iterable[tu
         options = data.get(section)
         if isinstance(options, dict) and old in options:
             if new in options:
-                raise ValueError(f"config.json sets both {section}.{old} (the old name) and {section}.{new}: "
-                                 "keep only the new one")
+                raise ConfigError(f"config.json sets both {section}.{old} (the old name) and {section}.{new}: "
+                                  "keep only the new one")
             options[new] = options.pop(old)
             deprecated(f"{section}.{old} in the run's config.json is now {section}.{new}; read as such")
     for section, name in dropped:

@@ -17,6 +17,7 @@ import torch
 from seedpool.actors.actions import env_actions
 from seedpool.actors.memory import PolicyMemory
 from seedpool.algos.dqn import POLICY_AVERAGE
+from seedpool.errors import ConfigError
 from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.config import config_from_dict
 from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
@@ -107,7 +108,7 @@ def evaluate_run(run_dir: Path, episodes: int = 10, seed: int = 10_000, determin
     import seedpool
 
     if episodes < 1:
-        raise ValueError(f"--episodes must be at least 1, got {episodes}")
+        raise ConfigError(f"--episodes must be at least 1, got {episodes}")
     _, cfg = read_run_config(run_dir)
     num_envs = max(1, min(num_envs, episodes))
     # Each env contributes a fixed quota of episodes, so short episodes are not over-sampled.

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from seedpool.errors import ConfigError
 from seedpool.experiment.tb_events import EventFileWriter
 
 HEADER = ["step", "time_s", "name", "value"]
@@ -64,7 +65,7 @@ def read_metrics(path: Path) -> Iterable[tuple[int, float, str, float]]:
         reader = csv.reader(f)
         header = next(reader, None)
         if header != HEADER:
-            raise ValueError(f"{path} is not a seedpool metrics file (header {header}, expected {HEADER})")
+            raise ConfigError(f"{path} is not a seedpool metrics file (header {header}, expected {HEADER})")
         for row in reader:
             if len(row) == 4:  # a row cut short by a crash is skipped
                 yield int(row[0]), float(row[1]), row[2], float(row[3])

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seedpool.errors import SeedpoolError
 from seedpool.experiment.checkpoint import save_checkpoint
 from seedpool.experiment.config import RunConfig, config_to_dict, write_json
 from seedpool.experiment.metrics import MetricsWriter
@@ -38,7 +39,7 @@ CHECKPOINT_FILE = "checkpoint.pt"
 RECENT_EPISODES = 20
 
 
-class RunDirError(Exception):
+class RunDirError(SeedpoolError):
     """A folder that is not a usable run folder; the message says what to do."""
 
 

@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 from torch import nn
 
+from seedpool.errors import ConfigError
 from seedpool.models.base import ActorCritic
 from seedpool.models.cnn import NatureCNNActorCritic, NatureCNNTorso
 from seedpool.models.distributions import CategoricalHead, GaussianHead
@@ -82,18 +83,18 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     discrete = isinstance(action_space, gym.spaces.Discrete)
     continuous = isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
     if not (discrete or continuous):
-        raise ValueError(
+        raise ConfigError(
             f"seedpool's policies support Discrete or 1-D Box action spaces; this env has {action_space}."
         )
     if not isinstance(obs_space, gym.spaces.Box):
-        raise ValueError(f"seedpool's policies need a Box observation space; this env has {obs_space}.")
+        raise ConfigError(f"seedpool's policies need a Box observation space; this env has {obs_space}.")
     kind = cfg.kind
     if kind == "auto":
         kind = "cnn" if is_image_space(obs_space) else "mlp"
     if cfg.obs_norm and kind != "mlp":
-        raise ValueError("--model.obs-norm standardises vector observations for MLP policies; this run's "
-                         f"policy is {kind!r}. Drop --model.obs-norm (images are scaled by 1/255 already) "
-                         "or use --model.kind mlp.")
+        raise ConfigError("--model.obs-norm standardises vector observations for MLP policies; this run's "
+                          f"policy is {kind!r}. Drop --model.obs-norm (images are scaled by 1/255 already) "
+                          "or use --model.kind mlp.")
     if cfg.core != "none":
         return make_recurrent_policy(obs_space, action_space, cfg, kind)
     if kind == "cnn":
@@ -110,22 +111,22 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
 def _check_cnn(obs_space: gym.Space, action_space: gym.Space) -> None:
     """Raise ValueError unless the CNN policy fits these spaces."""
     if not is_image_space(obs_space):
-        raise ValueError(
+        raise ConfigError(
             "the CNN policy needs image observations: uint8 frames shaped [C, H, W] such as "
             f"Atari's 4x84x84; this env gives {obs_space.dtype} {obs_space.shape}. "
             "Use --model.kind mlp (or auto)."
         )
     if not isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(f"the CNN policy supports Discrete actions only; this env has {action_space}.")
+        raise ConfigError(f"the CNN policy supports Discrete actions only; this env has {action_space}.")
 
 
 def make_recurrent_policy(obs_space: gym.spaces.Box, action_space: gym.Space, cfg: ModelConfig,
                           kind: str) -> RecurrentActorCritic:
     """The torso ``kind`` ("mlp" or "cnn") followed by the ``cfg.core`` recurrent core and the heads."""
     if cfg.core not in ("lstm", "gru"):
-        raise ValueError(f"--model.core must be lstm, gru or none, got {cfg.core!r}")
+        raise ConfigError(f"--model.core must be lstm, gru or none, got {cfg.core!r}")
     if cfg.core_size < 1:
-        raise ValueError(f"--model.core-size must be at least 1, got {cfg.core_size}")
+        raise ConfigError(f"--model.core-size must be at least 1, got {cfg.core_size}")
     discrete = isinstance(action_space, gym.spaces.Discrete)
     if kind == "cnn":
         _check_cnn(obs_space, action_space)
@@ -169,30 +170,30 @@ def _q_kind(obs_space: gym.spaces.Box, kind: str) -> str:
             return "minatar_cnn"
         return "cnn" if is_image_space(obs_space) else "mlp"
     if kind == "cnn" and not (is_image_space(obs_space) and min(obs_space.shape[1:]) >= _NATURE_MIN_SIZE):
-        raise ValueError(
+        raise ConfigError(
             "the Nature CNN Q network needs uint8 frames [C, H, W] of at least "
             f"{_NATURE_MIN_SIZE}x{_NATURE_MIN_SIZE} such as Atari's 4x84x84; this env gives "
             f"{obs_space.dtype} {obs_space.shape}. Use kind 'minatar_cnn' for small grids, or 'mlp'."
         )
     if kind == "minatar_cnn" and not image:
-        raise ValueError(f"the MinAtar CNN needs observations shaped [C, H, W]; this env gives {obs_space.shape}.")
+        raise ConfigError(f"the MinAtar CNN needs observations shaped [C, H, W]; this env gives {obs_space.shape}.")
     if kind not in ("mlp", "cnn", "minatar_cnn"):
-        raise ValueError(f"Q network kind must be auto, mlp, cnn or minatar_cnn, got {kind!r}")
+        raise ConfigError(f"Q network kind must be auto, mlp, cnn or minatar_cnn, got {kind!r}")
     return kind
 
 
 def make_q_network(obs_space: gym.Space, action_space: gym.Space, cfg: QModelConfig) -> QNetwork:
     """Build the Q network for these spaces, or raise ValueError saying what would fit."""
     if not isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(
+        raise ConfigError(
             f"Q networks need a Discrete action space (one Q-value per action); this env has {action_space}."
         )
     if not isinstance(obs_space, gym.spaces.Box):
-        raise ValueError(f"seedpool's Q networks need a Box observation space; this env has {obs_space}.")
+        raise ConfigError(f"seedpool's Q networks need a Box observation space; this env has {obs_space}.")
     num_actions = int(action_space.n)
     kind = _q_kind(obs_space, cfg.kind)
     if cfg.layer_norm and kind != "mlp":
-        raise ValueError(f"layer_norm applies to the MLP Q network only; this env's observations take {kind!r}.")
+        raise ConfigError(f"layer_norm applies to the MLP Q network only; this env's observations take {kind!r}.")
     if kind == "cnn":
         return NatureCNNQNetwork(obs_space.shape, num_actions, cfg.dueling, cfg.cnn)
     if kind == "minatar_cnn":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from seedpool.errors import ConfigError
 from seedpool.models.base import ActorCritic, layer_init, scaled_trunk
 from seedpool.models.distributions import CategoricalHead, Params
 
@@ -22,7 +23,7 @@ TRUNKS = {"nature": ([(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512), "small": ([(16,
 def cnn_trunk(obs_shape: tuple[int, int, int], cnn: str = "nature") -> tuple[nn.Sequential, int]:
     """The convolutions of trunk ``cnn`` (flattened output) and their output width for ``obs_shape``."""
     if cnn not in TRUNKS:
-        raise ValueError(f"--model.cnn must be one of {tuple(TRUNKS)}, got {cnn!r}")
+        raise ConfigError(f"--model.cnn must be one of {tuple(TRUNKS)}, got {cnn!r}")
     convs = TRUNKS[cnn][0]
     layers: list[nn.Module] = []
     channels = obs_shape[0]

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seedpool.errors import ConfigError
 from seedpool.models.mlp_grad import Layers, linear_layers, numpy_forward
 from seedpool.models.normalize import RunningNorm
 
@@ -51,7 +52,7 @@ class ContinuousModelConfig:
 def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str = "relu") -> nn.Sequential:
     """Linear layers of the given widths with ``activation`` between them, ``out_dim`` outputs."""
     if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        raise ConfigError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
     layers: list[nn.Module] = []
     for width in hidden:
         layers += [nn.Linear(in_dim, width), _ACTIVATIONS[activation]()]
@@ -66,15 +67,15 @@ class BoxScaler(nn.Module):
     def __init__(self, space: gym.Space) -> None:
         super().__init__()
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
-            raise ValueError(f"SAC, TD3 and DDPG need a 1-D Box action space; this env has {space}")
+            raise ConfigError(f"SAC, TD3 and DDPG need a 1-D Box action space; this env has {space}")
         low, high = np.asarray(space.low, np.float64), np.asarray(space.high, np.float64)
         if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-            raise ValueError(
+            raise ConfigError(
                 f"SAC, TD3 and DDPG squash actions into the action space's bounds, but this env's Box has "
                 f"infinite bounds (low={space.low}, high={space.high}); wrap the env so that its actions are "
                 "bounded (e.g. gymnasium.wrappers.RescaleAction or ClipAction over a bounded Box)")
         if np.any(high <= low):
-            raise ValueError(f"the action space's bounds are empty where high <= low: low={space.low}, high={space.high}")
+            raise ConfigError(f"the action space's bounds are empty where high <= low: low={space.low}, high={space.high}")
         self.register_buffer("scale", torch.as_tensor((high - low) / 2, dtype=torch.float32))
         self.register_buffer("center", torch.as_tensor((high + low) / 2, dtype=torch.float32))
         self.dtype = space.dtype
@@ -159,9 +160,9 @@ class TwinQ(nn.Module):
     def __init__(self, in_dim: int, hidden: tuple[int, ...], num_critics: int = 2, activation: str = "relu") -> None:
         super().__init__()
         if num_critics < 1:
-            raise ValueError(f"num_critics must be >= 1, got {num_critics}")
+            raise ConfigError(f"num_critics must be >= 1, got {num_critics}")
         if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+            raise ConfigError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         self.num_critics = num_critics
         self.activation_name = activation
         self.activation = {"relu": torch.relu, "tanh": torch.tanh}[activation]
@@ -204,7 +205,7 @@ class ContinuousAgent(nn.Module):
                  stochastic: bool) -> None:
         super().__init__()
         if not isinstance(obs_space, gym.spaces.Box):
-            raise ValueError(f"SAC, TD3 and DDPG need a Box observation space; this env has {obs_space}")
+            raise ConfigError(f"SAC, TD3 and DDPG need a Box observation space; this env has {obs_space}")
         self.scaler = BoxScaler(action_space)
         obs_dim, action_dim = int(np.prod(obs_space.shape)), int(action_space.shape[0])
         hidden = tuple(cfg.hidden_sizes)

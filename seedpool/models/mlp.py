@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seedpool.errors import ConfigError
 from seedpool.models.base import ActorCritic, layer_init
 from seedpool.models.distributions import CategoricalHead, GaussianHead, Params
 from seedpool.models.normalize import RunningNorm
@@ -55,9 +56,9 @@ class MLPActorCritic(ActorCritic):
     ) -> None:
         super().__init__()
         if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+            raise ConfigError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         if not hidden:
-            raise ValueError("hidden_sizes needs at least one layer")
+            raise ConfigError("hidden_sizes needs at least one layer")
         self.pi = _stack(obs_dim, hidden, activation)
         self.vf = _stack(obs_dim, hidden, activation)
         # Small policy-head init keeps the first policy close to uniform (PPO paper, CleanRL).

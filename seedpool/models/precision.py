@@ -26,6 +26,8 @@ from typing import Callable, Literal
 import torch
 from torch import nn
 
+from seedpool.errors import ConfigError
+
 Precision = Literal["fp32", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 PrecisionOption = Literal["auto", "fp32", "bf16"]
@@ -98,8 +100,8 @@ def resolve_precision(requested: str, device: str | torch.device, model: nn.Modu
         if not bf16_supported(device_type):
             what = "this CPU has no native bfloat16 (AVX512-BF16 or AMX)" if device_type == "cpu" \
                 else f"this {device_type} device does not support bfloat16"
-            raise ValueError(f"--precision bf16: {what}, and emulating it is slower than fp32; "
-                             "use --precision auto (it picks what the hardware runs fastest) or fp32")
+            raise ConfigError(f"--precision bf16: {what}, and emulating it is slower than fp32; "
+                              "use --precision auto (it picks what the hardware runs fastest) or fp32")
         return "bf16"
     if requested == "auto":
         if device_type != "cpu":
@@ -109,7 +111,7 @@ def resolve_precision(requested: str, device: str | torch.device, model: nn.Modu
             return "fp32"
         wide = rows is not None and rows >= WIDE and has_wide_layer(model)
         return "bf16" if bf16_supported(device_type) and (has_wide_convolution(model) or wide) else "fp32"
-    raise ValueError(f"--precision must be auto, fp32 or bf16, got {requested!r}")
+    raise ConfigError(f"--precision must be auto, fp32 or bf16, got {requested!r}")
 
 
 def autocast_fn(fn: Callable, precision: Precision, device: str | torch.device) -> Callable:

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from seedpool.errors import ConfigError
 from seedpool.models.base import ActorCritic, float32, layer_init
 from seedpool.models.distributions import CategoricalHead, GaussianHead, Params
 from seedpool.models.normalize import RunningNorm
@@ -57,7 +58,7 @@ class RecurrentCore(nn.Module):
         elif kind == "gru":
             self.rnn = nn.GRU(input_size, hidden_size)
         else:
-            raise ValueError(f"the recurrent core must be 'lstm' or 'gru', got {kind!r}")
+            raise ConfigError(f"the recurrent core must be 'lstm' or 'gru', got {kind!r}")
         self.kind, self.hidden_size = kind, hidden_size
         # Orthogonal weights and zero biases, as CleanRL's LSTM agents initialise their cores.
         for name, p in self.rnn.named_parameters():
@@ -317,7 +318,7 @@ class MLPTorso(nn.Module):
         from seedpool.models.mlp import _ACTIVATIONS, _stack
 
         if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+            raise ConfigError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         self.obs_norm = RunningNorm((obs_dim,)) if obs_norm else None
         # No hidden layers: the core reads the observations themselves.
         self.net = _stack(obs_dim, hidden, activation)

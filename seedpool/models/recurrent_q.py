@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from seedpool.errors import ConfigError
 from seedpool.models.base import layer_init
 from seedpool.models.cnn import NatureCNNTorso
 from seedpool.models.q import QHead
@@ -130,14 +131,14 @@ def make_recurrent_q_network(obs_space: gym.Space, action_space: gym.Space,
     from seedpool.models import _q_kind
 
     if not isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(f"Q networks need a Discrete action space (one Q-value per action); this env has "
-                         f"{action_space}.")
+        raise ConfigError(f"Q networks need a Discrete action space (one Q-value per action); this env has "
+                          f"{action_space}.")
     if not isinstance(obs_space, gym.spaces.Box):
-        raise ValueError(f"seedpool's Q networks need a Box observation space; this env has {obs_space}.")
+        raise ConfigError(f"seedpool's Q networks need a Box observation space; this env has {obs_space}.")
     if cfg.core not in ("lstm", "gru"):
-        raise ValueError(f"R2D2 needs a recurrent core: --model.core lstm or gru, got {cfg.core!r}")
+        raise ConfigError(f"R2D2 needs a recurrent core: --model.core lstm or gru, got {cfg.core!r}")
     if cfg.core_size < 1:
-        raise ValueError(f"--model.core-size must be at least 1, got {cfg.core_size}")
+        raise ConfigError(f"--model.core-size must be at least 1, got {cfg.core_size}")
     kind = _q_kind(obs_space, cfg.kind)
     if kind == "cnn":
         torso: nn.Module = NatureCNNTorso(obs_space.shape, cfg.cnn)

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from seedpool.errors import ConfigError
+
 from .frames import FrameStorage
 from .samplers import PrioritizedSampler, UniformSampler, as_update
 from .storage import SEP, RingStorage, coerce_batch, flatten_values, nest_values, parse_fields
@@ -20,13 +22,13 @@ class _Replay:
     def __init__(self, capacity: int, fields: Mapping[str, Any], sampler: Any, frame_dedup: bool,
                  frame_capacity: int | None, reuse_window: int | None) -> None:
         if not isinstance(capacity, (int, np.integer)) or capacity < 1:
-            raise ValueError(f"capacity must be a positive int, got {capacity!r}")
+            raise ConfigError(f"capacity must be a positive int, got {capacity!r}")
         specs = parse_fields(fields)
         if frame_dedup:
             self.storage: RingStorage | FrameStorage = FrameStorage(capacity, specs, frame_capacity, reuse_window)
         else:
             if frame_capacity is not None or reuse_window is not None:
-                raise ValueError("frame_capacity and reuse_window only apply with frame_dedup=True")
+                raise ConfigError("frame_capacity and reuse_window only apply with frame_dedup=True")
             self.storage = RingStorage(capacity, specs)
         self.fields = specs
         self._nested = any(SEP in name for name in specs)  # a Dict observation: sample() nests its keys

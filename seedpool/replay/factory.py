@@ -32,6 +32,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from seedpool.errors import ConfigTypeError
+
 from .buffers import PrioritizedReplay, UniformReplay
 
 FieldSpec = Any
@@ -51,9 +53,9 @@ def space_field(space: gym.Space, role: str = "observation") -> FieldSpec:
         return tuple(np.atleast_1d(space.shape)), np.int8
     if isinstance(space, gym.spaces.Dict) and role == "observation":
         if not len(space.spaces):
-            raise TypeError("the replay cannot store an empty Dict observation space")
+            raise ConfigTypeError("the replay cannot store an empty Dict observation space")
         return {key: space_field(sub, f"observation['{key}']") for key, sub in space.spaces.items()}
-    raise TypeError(
+    raise ConfigTypeError(
         f"the replay cannot store a {type(space).__name__} {role} space ({space}): it stores Discrete, "
         "Box, MultiDiscrete and MultiBinary spaces"
         + (", and Dict observations of them" if role == "observation" else "")

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from seedpool.errors import ConfigError
+
 from .nstep_kernels import _advance, _count_rows, _flush, _occurrences
 from .storage import SEP, Field, coerce, flatten_values, nest_values
 
@@ -28,9 +30,9 @@ class NStepWriter:
 
     def __init__(self, replay: Any, n_step: int, gamma: float) -> None:
         if not isinstance(n_step, (int, np.integer)) or n_step < 1:
-            raise ValueError(f"n_step must be an int >= 1, got {n_step!r}")
+            raise ConfigError(f"n_step must be an int >= 1, got {n_step!r}")
         if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+            raise ConfigError(f"gamma must be in [0, 1], got {gamma}")
         tops = {name.split(SEP)[0] for name in replay.fields}
         unknown = sorted(tops - set(WRITER_FIELDS))
         if unknown:

@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from seedpool.errors import ConfigError
+
 from .sum_tree import BAD_INDEX, BAD_PRIORITY, OK, SumTree, check_priorities
 
 
@@ -85,7 +87,7 @@ class PrioritizedSampler:
 
     def __init__(self, capacity: int, seed: int | None, alpha: float, eps: float) -> None:
         if not alpha >= 0 or not eps >= 0:
-            raise ValueError(f"alpha and eps must be >= 0, got alpha={alpha}, eps={eps}")
+            raise ConfigError(f"alpha and eps must be >= 0, got alpha={alpha}, eps={eps}")
         self.alpha, self.eps = float(alpha), float(eps)
         self.tree = SumTree(capacity)
         self.rng = np.random.default_rng(seed)

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import seedpool
 from seedpool.actors.pool_source import PoolSource
 from seedpool.distributed.config import RayConfig
+from seedpool.errors import ConfigError
 from seedpool.experiment.config import RunConfig
 from seedpool.inference.sources import Source
 
@@ -76,11 +77,11 @@ def make_pools(env_id: str, num_envs: int, backend: str, cfg: ActingConfig, seed
     """The engine pools in async mode, with disjoint env seeds."""
     per_pool = num_envs // cfg.num_pools
     if per_pool * cfg.num_pools != num_envs:
-        raise ValueError(f"num_envs={num_envs} must divide evenly into num_pools={cfg.num_pools}")
+        raise ConfigError(f"num_envs={num_envs} must divide evenly into num_pools={cfg.num_pools}")
     batch = cfg.envs_per_recv or max(1, per_pool // 2)
     if batch >= per_pool:
-        raise ValueError(f"envs_per_recv={batch} must be below the {per_pool} envs of each pool "
-                         "(central-inference acting needs the engine's async mode)")
+        raise ConfigError(f"envs_per_recv={batch} must be below the {per_pool} envs of each pool "
+                          "(central-inference acting needs the engine's async mode)")
     options = _pool_options(backend, cfg, env_options)
     pools = []
     try:

@@ -9,6 +9,7 @@ from seedpool.actors.sampler import make_sampler
 from seedpool.algos import ppo_numpy
 from seedpool.algos.ppo import PPOConfig, PPOLearner
 from seedpool.envs.registry import is_atari, is_mujoco
+from seedpool.errors import ConfigError
 from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
 )
@@ -41,8 +42,8 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
     """
     if cfg.model.core != "none" and cfg.ppo.num_minibatches > cfg.num_envs:
         # Recurrent minibatches are groups of whole env sequences (checked here, before a run folder exists).
-        raise ValueError(f"--model.core {cfg.model.core}: a minibatch holds whole env sequences, so "
-                         f"--ppo.num-minibatches must be at most --num-envs ({cfg.num_envs}), got {cfg.ppo.num_minibatches}")
+        raise ConfigError(f"--model.core {cfg.model.core}: a minibatch holds whole env sequences, so "
+                          f"--ppo.num-minibatches must be at most --num-envs ({cfg.num_envs}), got {cfg.ppo.num_minibatches}")
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
     sampler_kind = _sampler_kind(cfg)
@@ -86,7 +87,7 @@ def _restore(ckpt: dict, learner: PPOLearner, sampler) -> None:
 def _sampler_kind(cfg: PPOTrainConfig) -> str:
     """Resolve "auto" to "sync": it measured faster than "double" on every 2-core setup tried (docs/training.md)."""
     if cfg.sampler == "double" and cfg.num_envs % 2:
-        raise ValueError(f"--sampler double splits the envs in two halves: --num-envs must be even, got {cfg.num_envs}")
+        raise ConfigError(f"--sampler double splits the envs in two halves: --num-envs must be even, got {cfg.num_envs}")
     if cfg.sampler != "auto":
         return cfg.sampler
     return "sync"

@@ -25,6 +25,7 @@ from seedpool.compat.envpool.tasks import ALIASES, OWN, Factory, task_of
 from seedpool.envs import registry as seedpool_registry
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.spec import resolve
+from seedpool.errors import ConfigError
 
 __all__ = ["EnvPoolArgumentError", "make", "make_gym", "make_gymnasium", "make_dm", "make_spec",
            "list_all_envs", "register"]
@@ -40,9 +41,9 @@ _RENDER_OPTIONS = ("render_mode", "render_env_id", "render_width", "render_heigh
 _USER_IDS: list[str] = []  # ids added by register(), for list_all_envs()
 
 
-class EnvPoolArgumentError(ValueError, AssertionError):
+class EnvPoolArgumentError(ConfigError, AssertionError):
     """An argument EnvPool's make refuses: an `AssertionError` as in EnvPool, and a
-    `ValueError` as seedpool's own argument errors."""
+    `ConfigError` (a `ValueError`) as seedpool's own argument errors."""
 
 
 def make(task_id: str, env_type: str, **kwargs: Any) -> DMEnvPool | GymnasiumEnvPool:

@@ -22,6 +22,7 @@ import gymnasium as gym
 from seedpool.compat.envpool.toy import CatchEnv, NChainEnv, make_blackjack
 from seedpool.envs.make import make as make_pool
 from seedpool.envs.spec import Task, peel
+from seedpool.errors import ConfigError, UnknownEnvError
 
 # EnvPool id -> the gymnasium id that steps the same.
 ALIASES: dict[str, str] = {
@@ -123,7 +124,7 @@ def task_of(task_id: str, options: dict[str, Any]) -> tuple[Task, dict[str, Any]
     shown = {"frame_stack": options.pop("frame_stack", 1)}
     frames = shown["frame_stack"]
     if not isinstance(frames, int) or isinstance(frames, bool) or frames < 1:
-        raise ValueError(f"frame_stack must be an int >= 1, got {frames!r}")
+        raise ConfigError(f"frame_stack must be an int >= 1, got {frames!r}")
     task_options = _task_options(options)
     shown.update(task_options)
     if task_options.get("xml_file") in ASSETS:
@@ -131,7 +132,7 @@ def task_of(task_id: str, options: dict[str, Any]) -> tuple[Task, dict[str, Any]
     try:
         registered = gym.spec(task_id)
     except gym.error.Error as err:
-        raise ValueError(f"unknown task id {task_id!r} ({err})") from None
+        raise UnknownEnvError(f"unknown task id {task_id!r} ({err})") from None
     options.setdefault("max_episode_steps", registered.max_episode_steps)
     return Factory(task_id, _mujoco, {"task_id": task_id, "frames": frames, "options": task_options}, shown), options
 

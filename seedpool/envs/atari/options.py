@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from seedpool.errors import ConfigError, ConfigTypeError
+
 
 @dataclass(frozen=True)
 class AtariOptions:
@@ -54,10 +56,10 @@ class AtariOptions:
                           ("img_height", 1), ("img_width", 1), ("max_episode_steps", 1),
                           ("mode", -1), ("difficulty", -1)):
             if getattr(self, name) < low:
-                raise ValueError(f"Atari option {name} must be >= {low}, got {getattr(self, name)}")
+                raise ConfigError(f"Atari option {name} must be >= {low}, got {getattr(self, name)}")
         if not 0.0 <= self.repeat_action_probability <= 1.0:
-            raise ValueError("Atari option repeat_action_probability must be in [0, 1], "
-                             f"got {self.repeat_action_probability}")
+            raise ConfigError("Atari option repeat_action_probability must be in [0, 1], "
+                              f"got {self.repeat_action_probability}")
 
     @classmethod
     def from_kwargs(cls, options: dict[str, Any]) -> AtariOptions:
@@ -65,7 +67,7 @@ class AtariOptions:
         valid = option_names()
         unknown = sorted(set(options) - set(valid))
         if unknown:
-            raise ValueError(f"unknown Atari option(s) {unknown}; valid options are {valid}")
+            raise ConfigError(f"unknown Atari option(s) {unknown}; valid options are {valid}")
         return cls(**options)
 
 
@@ -83,5 +85,5 @@ def _check_type(name: str, value: Any, annotation: str) -> None:
     else:  # float
         ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
     if not ok:
-        raise TypeError(f"Atari option {name} must be {annotation}, got {value!r} "
-                        f"({type(value).__name__})")
+        raise ConfigTypeError(f"Atari option {name} must be {annotation}, got {value!r} "
+                              f"({type(value).__name__})")

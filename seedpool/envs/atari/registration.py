@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seedpool.errors import ConfigTypeError, UnknownEnvError
+
 from .env import AtariEnv
 from .games import camel_name, is_multiplayer_only, rom_ids, suggest
 from .options import AtariOptions
@@ -19,12 +21,12 @@ def atari_ids() -> list[str]:
 def make_atari(task_id: str, *, render_mode: str | None = None, **options: Any) -> AtariEnv:
     """Build the AtariEnv for an id such as "Breakout-v5", with EnvPool's option names."""
     if not isinstance(task_id, str):
-        raise TypeError(f"task_id must be a str such as 'Pong-v5', got {task_id!r}")
+        raise ConfigTypeError(f"task_id must be a str such as 'Pong-v5', got {task_id!r}")
     ids = atari_ids()
     if task_id not in ids and is_multiplayer_only(task_id.removesuffix(_SUFFIX)):
-        raise ValueError(f"Atari task {task_id!r} has no single-player mode in ALE")
+        raise UnknownEnvError(f"Atari task {task_id!r} has no single-player mode in ALE")
     if task_id not in ids:
-        raise ValueError(f"unknown Atari task id {task_id!r}{suggest(task_id, ids)}; "
-                         "ids look like 'Pong-v5' (see seedpool.envs.atari.atari_ids())")
+        raise UnknownEnvError(f"unknown Atari task id {task_id!r}{suggest(task_id, ids)}; "
+                              "ids look like 'Pong-v5' (see seedpool.envs.atari.atari_ids())")
     AtariOptions.from_kwargs(options)  # fail on a typo before touching the ROM
     return AtariEnv(task_id[: -len(_SUFFIX)], render_mode=render_mode, **options)

@@ -9,6 +9,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from seedpool.errors import ConfigTypeError, UnknownEnvError
+
 # minatar's module name of each game, under the CamelCase name its gym ids use.
 GAMES = {
     "Asterix": "asterix",
@@ -30,7 +32,7 @@ def _parse(task_id: str) -> tuple[str, bool]:
     """(minatar game module name, minimal action set) of a MinAtar id."""
     name, _, version = task_id.removeprefix("MinAtar/").rpartition("-")
     if not task_id.startswith("MinAtar/") or name not in GAMES or version not in _VERSIONS:
-        raise ValueError(f"unknown MinAtar task id {task_id!r}; ids are {minatar_ids()}")
+        raise UnknownEnvError(f"unknown MinAtar task id {task_id!r}; ids are {minatar_ids()}")
     return GAMES[name], _VERSIONS[version]
 
 
@@ -42,8 +44,8 @@ def make_minatar(task_id: str, *, render_mode: str | None = None, sticky_action_
     probability) and ``difficulty_ramping`` keep minatar's own names and defaults.
     """
     if options:
-        raise TypeError(f"unknown MinAtar options {sorted(options)}; "
-                        "MinAtar takes sticky_action_prob, difficulty_ramping and render_mode")
+        raise ConfigTypeError(f"unknown MinAtar options {sorted(options)}; "
+                              "MinAtar takes sticky_action_prob, difficulty_ramping and render_mode")
     game, minimal = _parse(task_id)
     try:
         from .env import MinAtarEnv
