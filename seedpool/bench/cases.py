@@ -229,7 +229,7 @@ class Target:
 
 TARGETS = (
     Target("cartpole-8", "seedpool_auto", "loop", 0.9, "cheap env at small N: step in-process"),
-    Target("cartpole-32", "seedpool_auto", "loop", 1.25, "two processes flat out reach 1.4-1.45x"),
+    Target("cartpole-32", "seedpool_auto", "loop", 1.25, "below what two processes flat out reach"),
     Target("cartpole-32", "seedpool_auto", "gym_async", 3.0, ""),
     Target("pong-8", "seedpool_auto", "envpool_sync", 0.9, "8 envs sync"),
     Target("pong-8", "seedpool_auto_async", "envpool_async", 0.9, "16 envs, batch 8"),

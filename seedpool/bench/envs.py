@@ -13,7 +13,7 @@ def burn_cpu(seconds: float) -> None:
     """Spin until this thread has used `seconds` of CPU time.
 
     Thread CPU time, not wall time: a worker that is descheduled mid-step must still
-    do its full amount of work, or an overloaded engine would look faster than it is.
+    do its full amount of work, or an overloaded engine would look better than it is.
     """
     end = time.thread_time() + seconds
     while time.thread_time() < end:
@@ -21,7 +21,7 @@ def burn_cpu(seconds: float) -> None:
 
 
 class UnevenEnv(gym.Env):
-    """Pure-Python env with CPU-heavy, uneven steps: `step_cpu_us` per step, every `slow_every`-th 10x.
+    """Pure-Python env with CPU-heavy, uneven steps: `step_cpu_us` each, every `slow_every`-th `slow_factor` x that.
 
     Which steps are slow depends only on the seed given at reset (a per-env phase), so envs
     seeded differently are slow at different times, as real envs with uneven costs are.

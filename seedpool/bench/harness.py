@@ -99,7 +99,7 @@ class CaseResult:
 
     @property
     def median(self) -> float | None:
-        """Median steps/s over the windows, or None when nothing was measured."""
+        """Median env steps per second over the windows, or None when nothing was measured."""
         return statistics.median(self.rates) if self.rates else None
 
 

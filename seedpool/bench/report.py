@@ -24,8 +24,8 @@ TARGET_COLUMNS = ("group", "check", "measured", "required", "met")
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name with its family, model and vector instructions (from /proc/cpuinfo
-    where there is one): virtual machines of one name differ underneath ("AMD EPYC" has been a
-    Zen 5 with AVX-512 BF16 and a Zen 3 with AVX2 alone here), and torch's speed follows them."""
+    where there is one): virtual machines of one name differ underneath ("AMD EPYC" has been
+    CPUs of different families, with and without AVX-512), and torch's speed follows them."""
     try:
         fields: dict[str, str] = {}
         for line in cpuinfo.read_text().splitlines():
@@ -105,7 +105,7 @@ def _cell(result: CaseResult) -> str:
 
 
 def group_table(group: Group, results: Sequence[CaseResult]) -> str:
-    """One markdown table: each case's median steps/s, spread, and ratios to the baselines."""
+    """One markdown table: each case's median throughput, spread, and ratios to the baselines."""
     by_name = {r.name: r for r in results}
     columns = list(THROUGHPUT_COLUMNS)
     if group.frames_per_step > 1:

@@ -31,7 +31,7 @@ class MetricsWriter:
         if new:
             self._csv.writerow(HEADER)
         self._tb = None
-        if tensorboard:  # seedpool's own scalar writer: SummaryWriter's cost ~7x more CPU per scalar
+        if tensorboard:  # seedpool's own scalar writer: SummaryWriter costs far more CPU per scalar (tb_events.py)
             purge = None if resume_step is None else resume_step + 1
             self._tb = EventFileWriter(Path(run_dir) / "tb", purge_step=purge)
 

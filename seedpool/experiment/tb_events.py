@@ -1,8 +1,8 @@
 """TensorBoard event files for scalars, written in the calling thread at a few microseconds each.
 
-`torch.utils.tensorboard.SummaryWriter` spends ~35 us of CPU per scalar here, most of it in
-TensorBoard's pure-Python CRC32C and a writer thread that competes for the GIL: on MinAtar,
-where Ape-X finishes hundreds of episodes a second, that was a tenth of the run's samples
+`torch.utils.tensorboard.SummaryWriter` spends most of its CPU per scalar in TensorBoard's
+pure-Python CRC32C and in a writer thread that competes for the GIL: on MinAtar, where Ape-X
+finishes hundreds of episodes a second, that cost a visible share of the run's samples
 (issue 19's profile). A scalar event is a few dozen bytes of protocol buffer, encoded here by
 hand, framed as TensorBoard's record format (length, masked CRC32C of the length, data,
 masked CRC32C of the data) with a compiled CRC32C, and appended to a buffered file.

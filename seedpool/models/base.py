@@ -101,10 +101,10 @@ class FramesConvolution(torch.autograd.Function):
 
     The frames need no gradient. Their pixel values (integers up to 255) are exact in bf16 and
     fp16, so the weight gradient's only rounding is the incoming gradient's, as in every other
-    layer under autocast. In bf16 it costs 4.1 ms for 256 frames against 7.8 in float32 (the
-    frames' cast included; 2 threads, AVX-512 BF16 Zen 5), and the float32 pre-activations are
-    never kept. (Taken over 4x4 pixel blocks, space-to-depth, it was no faster at 256 frames and
-    slower at DQN's 32: not used.)"""
+    layer under autocast. In bf16 it costs less than the float32 layer on bf16 hardware (the
+    frames' cast included), and the float32 pre-activations are never kept. (Taken over 4x4
+    pixel blocks, space-to-depth, it gained nothing at 256 frames and lost at DQN's 32: not
+    used.)"""
 
     @staticmethod
     def forward(ctx, frames, weight, bias, conv, memory_format, dtype):

@@ -3,8 +3,8 @@
 Two trunks (``--model.cnn``): ``"nature"``, the Nature-DQN network (Mnih et al. 2015: three
 convolutions 32-64-64, a 512-wide hidden layer), and ``"small"``, the network of the first DQN
 paper (Mnih et al. 2013) that A3C also used: two convolutions 16-32 and a 256-wide hidden layer,
-about a third of the Nature network's arithmetic per frame (an update of 256 frames on 2 CPU
-threads: 88 against 197 ms, AVX2 Zen 3).
+about a third of the Nature network's arithmetic per frame, so its updates cost far less on a
+CPU (`benchmarks/results/time_to_score.md` has a run with it).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def cnn_trunk(obs_shape: tuple[int, int, int], cnn: str = "nature") -> tuple[nn.
         channels = out
     # The last ReLU after the Flatten, not before: the same values, but flattening a channels-last
     # output copies it into a contiguous one, and the ReLU's backward over the contiguous gradient
-    # of the layer after is ~1.5 ms faster per 256 frames than over mixed layouts (bf16, Zen 5).
+    # of the layer after costs less than over mixed layouts.
     # Parameter names stay those of the convolutions at 0, 2, 4.
     trunk = nn.Sequential(*layers[:-1], nn.Flatten(), layers[-1])
     with torch.no_grad():
@@ -62,10 +62,9 @@ class NatureCNNActorCritic(ActorCritic):
     """Shared conv trunk (``cnn``: "nature" or "small") with linear policy and value heads; takes
     uint8 ``[B, C, H, W]``."""
 
-    # oneDNN's convolutions run faster on channels-last tensors on the CPU (update of 256
-    # frames, 2 threads: 1.26x on an AVX-512 Zen 5, benchmarks/results/cnn_layout.md; 1.32x
-    # on an AVX2 Zen 3, cnn_layout_zen3.md); observations are converted to it together with
-    # the uint8 -> float cast, in one copy.
+    # oneDNN's convolutions prefer channels-last tensors on the CPU (benchmarks/results/
+    # cnn_layout.md, cnn_layout_zen3.md); observations are converted to it together with the
+    # uint8 -> float cast, in one copy.
     memory_format = torch.channels_last
 
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, cnn: str = "nature") -> None:

@@ -176,7 +176,7 @@ class TwinQ(nn.Module):
 
     def layer_params(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Each layer's stacked weights ``[K, in, out]`` and biases ``[K, 1, out]``, as plain lists
-        (slicing a ``ParameterList`` builds a new module each time: ~100 us on a CPU)."""
+        (slicing a ``ParameterList`` builds a new module each time, a cost on every update)."""
         return list(self.weights._parameters.values()), list(self.biases._parameters.values())
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:

@@ -7,14 +7,13 @@ AMX, CUDA devices that report bf16 support) and for networks whose time is in th
 products: convolutional torsos as large as the Nature CNN (not MinAtar's one small layer:
 `WIDE_CONV`), and MLPs with layers at least `WIDE` units wide in and out
 fed at least `WIDE` rows at a time (SAC's and TD3's 256-256 networks on 256-row
-minibatches: bf16 products by hand 1.74x and 1.57x float32's per update on an AVX-512 BF16
-Zen 5, `benchmarks/offpolicy_update.py --compare precision`; at 64-64, 0.71x). Small MLPs and small batches (acting one env at a
-time) are limited by per-operation overhead, which autocast's casts only add to. So
-``auto`` picks bf16 for those two kinds of work on bf16 hardware and fp32 everywhere
-else; ``benchmarks/precision.py`` measures both on the machine it runs on. On a GPU ``auto``
-is fp32: there these networks are bound by kernel launches and bf16's casts only add to them
-(measured on an H100, ``benchmarks/results/precision_cuda.md``). Asking for
-bf16 on hardware without it is an error, not a silent emulation (which is slower than fp32).
+minibatches: `benchmarks/results/offpolicy_update_precision.md`; at 64-64 bf16 loses).
+Small MLPs and small batches (acting one env at a time) are limited by per-operation overhead,
+which autocast's casts only add to. So ``auto`` picks bf16 for those two kinds of work on bf16
+hardware and fp32 everywhere else; ``benchmarks/precision.py`` measures both on the machine it
+runs on. On a GPU ``auto`` is fp32: there these networks are bound by kernel launches and
+bf16's casts only add to them (measured on an H100, ``benchmarks/results/precision_cuda.md``).
+Asking for bf16 on hardware without it is an error, not a silent emulation (which is slower than fp32).
 """
 from __future__ import annotations
 
@@ -65,10 +64,9 @@ def bf16_supported(device_type: str) -> bool:
 
 WIDE_CONV = 8192
 """Convolution weights (all layers together) from which a network's time is in products that
-bf16 speeds up. The Nature CNN has 77,824 (bf16: its 256-row update 2.6x as fast on this repo's
-CPU, `benchmarks/results/precision.md`); MinAtar's single 3x3 layer over 4 channels has 576
-(bf16 on the quiet machine: its 32-row update 0.97-1.02x and its 8-row forward 0.78-0.83x as
-fast, `benchmarks/results/precision.md`: the casts cost what the products save, or more)."""
+bf16 speeds up. The Nature CNN has 77,824 (bf16 pays for its update on bf16 hardware,
+`benchmarks/results/precision.md`); MinAtar's single 3x3 layer over 4 channels has 576 (there
+the casts cost what the products save, or more: the same table)."""
 
 
 def has_wide_convolution(model: nn.Module, weights: int = WIDE_CONV) -> bool:
@@ -105,9 +103,9 @@ def resolve_precision(requested: str, device: str | torch.device, model: nn.Modu
         return "bf16"
     if requested == "auto":
         if device_type != "cpu":
-            # On a GPU these networks are bound by kernel launches, not arithmetic: on an H100 bf16
-            # autocast made the Nature CNN's 256-row update 0.93x and its 32-row forward 0.68x as
-            # fast as fp32 (benchmarks/results/precision_cuda.md). `--precision bf16` still uses it.
+            # On a GPU these networks are bound by kernel launches, not arithmetic: bf16 autocast
+            # made the Nature CNN's update and forward slower than fp32 there
+            # (benchmarks/results/precision_cuda.md). `--precision bf16` still uses it.
             return "fp32"
         wide = rows is not None and rows >= WIDE and has_wide_layer(model)
         return "bf16" if bf16_supported(device_type) and (has_wide_convolution(model) or wide) else "fp32"

@@ -92,7 +92,7 @@ class NatureCNNQNetwork(QNetwork):
     """The Nature-DQN network on uint8 frames ``[B, C, H, W]`` (at least 36x36); ``cnn="small"``: the
     2013 DQN network's trunk and a 256-wide hidden layer (`seedpool.models.cnn`)."""
 
-    # Channels-last convolutions run faster on the CPU (see NatureCNNActorCritic).
+    # Channels-last convolutions suit oneDNN on the CPU (see NatureCNNActorCritic).
     memory_format = torch.channels_last
 
     def __init__(self, obs_shape: tuple[int, int, int], num_actions: int, dueling: bool = False,

@@ -48,7 +48,7 @@ class RecurrentCore(nn.Module):
     its time steps do, nearly whatever the batch, so one call for a sequence with ten resets
     inside costs about what one without them does, where a call per stretch between resets
     cost ten (`benchmarks/results/recurrent_pieces.md`). (A `PackedSequence` would save the
-    padding, but leaves oneDNN's fused kernel for one that measured 5x slower here.)
+    padding, but leaves oneDNN's fused kernel for one that measured far slower.)
     """
 
     def __init__(self, kind: CoreKind, input_size: int, hidden_size: int) -> None:

@@ -74,7 +74,7 @@ def impala_defaults(env_id: str) -> IMPALATrainConfig:
         impala = ImpalaConfig(unroll_length=32, unrolls_per_batch=32, learning_rate=2.5e-4, ent_coef=0.01,
                               vf_coef=0.5, max_grad_norm=0.5, norm_adv=True, clip_coef=0.1,
                               update_epochs=4, num_minibatches=4)
-        # Two torch threads for inference and learning: 1.26x end to end on Pong on 2 cores
+        # Two torch threads for inference and learning: more end to end than one on Pong
         # (benchmarks/results/torch_threads_impala_pong-v5.md).
         return IMPALATrainConfig(env=env_id, num_envs=32, total_timesteps=10_000_000, impala=impala,
                                  torch_threads=2, env_options={"episodic_life": True, "reward_clip": True})

@@ -82,5 +82,5 @@ def train_continuous(cfg: ContinuousTrainConfig, algo: str, s: OffPolicyConfig, 
 ALL_CORES = 0
 """``torch_threads`` of the MuJoCo defaults: torch's own default, every core. One env steps in
 this process between gradient steps, so no env worker needs a core, and the learner (nearly
-all of a step) runs 1.31x faster end to end on 2 threads than on 1 on the 2-core machine
-(SAC on HalfCheetah-v5, bf16 learning: 131-138 vs 174-178 env steps/s, benchmarks/sac_speed.py)."""
+all of a step) gains from every thread (SAC on HalfCheetah-v5 at 1 and 2 threads:
+benchmarks/results/sac_speed_quiet.md, sac_speed_2threads.md)."""

@@ -85,9 +85,10 @@ def _restore(ckpt: dict, learner: PPOLearner, sampler) -> None:
 
 
 def _sampler_kind(cfg: PPOTrainConfig) -> str:
-    """Resolve "auto" to "sync": it measured faster than "double" on every 2-core setup tried (docs/training.md)."""
+    """Resolve "auto" to "sync": it was ahead of "double" on every setup tried (docs/training.md)."""
     if cfg.sampler == "double" and cfg.num_envs % 2:
-        raise ConfigError(f"--sampler double splits the envs in two halves: --num-envs must be even, got {cfg.num_envs}")
+        raise ConfigError("--sampler double splits the envs in two halves: --num-envs must be even, "
+                          f"got {cfg.num_envs}")
     if cfg.sampler != "auto":
         return cfg.sampler
     return "sync"
@@ -112,11 +113,10 @@ def ppo_defaults(env_id: str) -> PPOTrainConfig:
                         clip_coef=0.1, clip_vloss=True, ent_coef=0.01, vf_coef=0.25,
                         gamma=0.99, gae_lambda=0.95)
         # vf_coef 0.25 on the plain MSE equals the usual 0.5 x (1/2)MSE of baselines and CleanRL.
-        # Two torch threads: learning is ~70% of a run, and on the 2-core machine a second
-        # thread made runs 1.14x faster end to end (1.13-1.28x per repeat, 8 envs; the engine then
-        # stepped the envs in this process between updates) than one thread with env workers
-        # (benchmarks/results/torch_threads_ppo_pong-v5.md). With 32 envs `auto` steps them in
-        # this process and one worker (a batch is ~23 ms of env work).
+        # Two torch threads: learning is most of a run, and a second thread for it paid more end
+        # to end than one thread with the envs in workers (the engine steps them in this process
+        # between updates; benchmarks/results/torch_threads_ppo_pong-v5.md). With 32 envs `auto`
+        # steps them in this process and one worker.
         return PPOTrainConfig(env=env_id, num_envs=32, total_timesteps=10_000_000, ppo=ppo, torch_threads=2,
                               env_options={"episodic_life": True, "reward_clip": True},
                               replay_limit=200_000)

@@ -27,7 +27,7 @@ def train_sac(cfg: SACTrainConfig) -> RunResult:
 
 
 def sac_defaults(env_id: str) -> SACTrainConfig:
-    """CleanRL's and the SAC paper's settings (MuJoCo, on every core); smaller, faster ones measured
+    """CleanRL's and the SAC paper's settings (MuJoCo, on every core); smaller, quicker ones measured
     here for Pendulum. The MuJoCo settings are the papers' (curves: benchmarks/results/*_halfcheetah_curve.md)."""
     if env_id.startswith("Pendulum"):
         return SACTrainConfig(env=env_id, num_envs=4, total_timesteps=20_000,

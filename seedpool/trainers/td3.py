@@ -30,7 +30,7 @@ def train_td3(cfg: TD3TrainConfig) -> RunResult:
 
 
 def td3_defaults(env_id: str) -> TD3TrainConfig:
-    """CleanRL's and the TD3 paper's settings (MuJoCo, on every core); smaller, faster ones measured
+    """CleanRL's and the TD3 paper's settings (MuJoCo, on every core); smaller, quicker ones measured
     here for Pendulum. The MuJoCo settings are the papers' (curves: benchmarks/results/*_halfcheetah_curve.md)."""
     if env_id.startswith("Pendulum"):
         return TD3TrainConfig(env=env_id, num_envs=4, total_timesteps=30_000,
