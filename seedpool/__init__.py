@@ -21,6 +21,8 @@ __all__ = [
     "WorkerDiedError",
     "StepTimeoutError",
     "ClosedError",
+    "build_run",
+    "load_run",
     "__version__",
 ]
 
@@ -32,6 +34,10 @@ def __getattr__(name: str) -> object:
         from seedpool.compat.envpool.install import install_as_envpool
 
         return install_as_envpool
+    if name in ("build_run", "load_run"):  # runs as objects (seedpool/runs.py): torch loads with them
+        from seedpool import runs
+
+        return getattr(runs, name)
     if name == "make_sb3":
         from seedpool.compat.sb3 import make_sb3
 

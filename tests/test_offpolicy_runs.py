@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-import seedpool.trainers.offpolicy as offpolicy_trainer
 from seedpool.cli import main, parse_command
 from seedpool.experiment import load_checkpoint
 from seedpool.experiment.evaluate import evaluate_run
 from seedpool.replay import REPLAY_FILE
+from training_spy import spy_training
 
 OBS_SPACE = gym.spaces.Box(np.array([-1, -1, -8], np.float32), np.array([1, 1, 8], np.float32))  # Pendulum's
 ACTION_SPACE = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
@@ -25,19 +25,20 @@ TINY = ["--env", "Pendulum-v1", "--seed", "3", "--progress", "off", "--no-tensor
 
 
 def _spy(monkeypatch, seen: list) -> None:
-    """Record the learner's state when `run_sync` starts (after any restore) and ends (SAC and
-    TD3 both call it from the wiring they share)."""
-    real = offpolicy_trainer.run_sync
-
-    def spy(run, sampler, learner, *args, **kwargs):
+    """Record the learner's state when the run starts (after any restore) and ends (SAC and
+    TD3 share the wiring)."""
+    def start(t):
+        learner, sampler = t.learner, t.loop.sampler
         seen.append({"start_version": learner.version, "start_replay": len(learner.replay),
                      "start_env_steps": learner.env_steps, "start_model": _model(learner),
                      "start_sampler": sampler.env_steps})
-        real(run, sampler, learner, *args, **kwargs)
-        seen[-1].update(end_version=learner.version, end_replay=len(learner.replay), run_dir=run.dir,
-                        end_model=_model(learner), end_step=run.step, learner=learner.learner)
 
-    monkeypatch.setattr(offpolicy_trainer, "run_sync", spy)
+    def end(t):
+        learner = t.learner
+        seen[-1].update(end_version=learner.version, end_replay=len(learner.replay), run_dir=t.run.dir,
+                        end_model=_model(learner), end_step=t.run.step, learner=learner.learner)
+
+    spy_training(monkeypatch, start, end)
 
 
 def _model(learner) -> torch.Tensor:
@@ -134,15 +135,11 @@ def test_observation_statistics_go_through_checkpoint_resume_and_eval(tmp_path, 
     from seedpool.experiment.evaluate import load_run_policy
 
     seen: list = []
-    real = offpolicy_trainer.run_sync
+    def norm(t):
+        return t.learner.model.obs_norm
 
-    def spy(run, sampler, learner, *args, **kwargs):
-        norm = learner.model.obs_norm
-        seen.append({"start": (norm.count.item(), norm.mean.clone())})
-        real(run, sampler, learner, *args, **kwargs)
-        seen[-1].update(end=(norm.count.item(), norm.mean.clone()), run_dir=run.dir)
-
-    monkeypatch.setattr(offpolicy_trainer, "run_sync", spy)
+    spy_training(monkeypatch, lambda t: seen.append({"start": (norm(t).count.item(), norm(t).mean.clone())}),
+                 lambda t: seen[-1].update(end=(norm(t).count.item(), norm(t).mean.clone()), run_dir=t.run.dir))
     args = [*TINY, "--runs-dir", str(tmp_path), "--td3.learning-starts", "40", "--td3.minibatch-size", "16",
             "--model.obs-norm"]
     assert main(["train", "td3", *args, "--total-timesteps", "80"]) == 0

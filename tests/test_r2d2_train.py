@@ -7,11 +7,11 @@ import pytest
 import torch
 
 import seedpool
-import seedpool.trainers.r2d2 as r2d2_trainer
 from seedpool.algos.r2d2 import RecurrentEpsilonGreedyAct
 from seedpool.actors.recurrent_q_sampler import RecurrentQSampler
 from seedpool.cli import main, parse_command
 from seedpool.experiment import load_checkpoint
+from training_spy import spy_training
 from seedpool.experiment.evaluate import evaluate_run
 from seedpool.models.recurrent_q import RecurrentQModelConfig, make_recurrent_q_network
 from seedpool.replay import REPLAY_FILE
@@ -23,7 +23,7 @@ TINY = ["--env", ENV, "--seed", "3", "--progress", "off", "--no-tensorboard", "-
         "--num-envs", "4", "--model.hidden-sizes", "16", "--model.core-size", "16", "--model.head-sizes", "16",
         "--r2d2.sequence-length", "12", "--r2d2.overlap", "6", "--r2d2.burn-in", "4", "--r2d2.minibatch-size", "8",
         "--r2d2.learning-starts", "8", "--r2d2.buffer-size", "512", "--r2d2.unroll-length", "8",
-        "--r2d2.replay-ratio", "1"]
+        "--r2d2.utd-ratio", "0.015625"]  # one learned step (of 8 x 8 a gradient step) per env step
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -75,23 +75,17 @@ def test_sampler_stores_the_state_the_policy_used():
 @pytest.mark.parametrize("acting", ["central", "lockstep"])
 def test_train_resume_and_eval(tmp_path, monkeypatch, acting):
     seen = []
-    real_sync, real_central = r2d2_trainer.run_sync, r2d2_trainer.run_central
+    def start(t):
+        if acting == "central":
+            assert t.loop.system.server.states.recurrent
+        else:
+            assert hasattr(t.loop, "sampler")
+        seen.append({"start_version": t.learner.version, "start_size": len(t.learner.replay)})
 
-    def track(run, learner, go):
-        seen.append({"start_version": learner.version, "start_size": len(learner.replay)})
-        go()
-        seen[-1].update(run_dir=run.dir, end_version=learner.version, end_size=len(learner.replay))
+    def end(t):
+        seen[-1].update(run_dir=t.run.dir, end_version=t.learner.version, end_size=len(t.learner.replay))
 
-    def spy_sync(run, sampler, learner, *args, **kwargs):
-        assert acting == "lockstep"
-        track(run, learner, lambda: real_sync(run, sampler, learner, *args, **kwargs))
-
-    def spy_central(run, system, *args, **kwargs):
-        assert acting == "central" and system.server.states.recurrent
-        track(run, system.learner_thread.learner, lambda: real_central(run, system, *args, **kwargs))
-
-    monkeypatch.setattr(r2d2_trainer, "run_sync", spy_sync)
-    monkeypatch.setattr(r2d2_trainer, "run_central", spy_central)
+    spy_training(monkeypatch, start, end)
     mode = ["--lockstep"] if acting == "lockstep" else ["--no-lockstep", "--acting.serial"]
     args = TINY + mode + ["--runs-dir", str(tmp_path), "--save-replay"]
     assert main(["train", "r2d2", *args, "--total-timesteps", "1200"]) == 0
@@ -117,7 +111,7 @@ def test_cli_parses_r2d2_options():
     assert parse_command(["train", "r2d2", "--env", "Breakout-v5"]).r2d2.sequence_length == 80
 
 
-def test_sequence_replay_learner_holds_the_replay_ratio_in_learned_steps():
+def test_sequence_replay_learner_holds_the_utd_ratio_in_minibatches_of_sequences():
     from test_sequence_replay import episodes_unrolls
 
     from seedpool.algos.r2d2 import R2D2Config
@@ -135,14 +129,15 @@ def test_sequence_replay_learner_holds_the_replay_ratio_in_learned_steps():
             self.version += 1
             return ReplayUpdate({}, np.ones(len(batch["indices"])))
 
-    cfg = R2D2Config(sequence_length=8, overlap=4, burn_in=2, minibatch_size=4, learning_starts=4, replay_ratio=12.0)
+    cfg = R2D2Config(sequence_length=8, overlap=4, burn_in=2, minibatch_size=4, learning_starts=4, utd_ratio=0.5)
     rb = SequenceReplay(256, ((2,), np.float32), ((), np.int64), {"h": 3, "c": 3}, length=8, seed=0)
     learner = SequenceReplayLearner(Counting(), rb, SequenceWriter(rb, 4), cfg, total_steps=10_000)
     for u in episodes_unrolls([[40, 40]] * 4, T=8):
         learner.update(u)
-    # 12 learned steps per env step, 6 learned steps per sequence after burn-in, 4 sequences a minibatch.
+    # One gradient step per 2 env steps: 4 sequences of 6 learned steps after burn-in, 12 learned steps per env step.
     assert learner.gradient_steps > 0
-    assert learner.measured_ratio() == pytest.approx(12.0, rel=0.05)
+    assert learner.measured_ratio() == pytest.approx(0.5, rel=0.05)
+    assert learner.gradient_steps * 4 * 6 / learner.learning_env_steps == pytest.approx(12.0, rel=0.05)
 
 
 def test_a_central_run_resumes_with_lockstep_acting(tmp_path):

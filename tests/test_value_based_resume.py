@@ -6,30 +6,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import seedpool.trainers.apex as apex_trainer
-import seedpool.trainers.dqn as dqn_trainer
 from seedpool.cli import main
 from seedpool.replay import REPLAY_FILE
+from training_spy import spy_training
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints_v1"
 
 TINY = ["--env", "CartPole-v1", "--seed", "4", "--progress", "off", "--no-tensorboard", "--backend", "serial",
         "--model.hidden-sizes", "32", "32", "--dqn.buffer-size", "4096", "--dqn.prioritized"]
-DQN_PACE = ["--dqn.train-frequency", "128", "--dqn.gradient-steps", "16"]
+DQN_PACE = ["--dqn.train-frequency", "128", "--dqn.utd-ratio", "0.125"]  # 16 gradient steps a round
 
 
-def _spy(monkeypatch, module, runner: str, learner_of, seen: list) -> None:
-    """Wrap the trainer's runner: record the replay and learner version when the loop starts (after any
-    restore) and when it ends (after the last checkpoint)."""
-    real = getattr(module, runner)
+def _spy(monkeypatch, seen: list) -> None:
+    """Record the replay and learner version when the run starts (after any restore) and when it
+    ends (after the last checkpoint)."""
+    def start(t):
+        seen.append({"start": t.learner.replay.state_dict(), "start_version": t.learner.version})
 
-    def spy(run, driver, *args, **kwargs):
-        rl = learner_of(driver, args)
-        seen.append({"start": rl.replay.state_dict(), "start_version": rl.version})
-        real(run, driver, *args, **kwargs)
-        seen[-1].update(end=rl.replay.state_dict(), end_version=rl.version, run_dir=run.dir, end_step=run.step)
+    def end(t):
+        seen[-1].update(end=t.learner.replay.state_dict(), end_version=t.learner.version, run_dir=t.run.dir,
+                        end_step=t.run.step)
 
-    monkeypatch.setattr(module, runner, spy)
+    spy_training(monkeypatch, start, end)
 
 
 def _flat(state: dict, prefix: str = "") -> dict:
@@ -64,7 +62,7 @@ def _assert_replay_is_the_file(state: dict, path) -> None:
 
 def test_dqn_save_replay_and_resume_restore_the_replay_exactly(tmp_path, monkeypatch):
     seen: list = []
-    _spy(monkeypatch, dqn_trainer, "run_sync", lambda sampler, args: args[0], seen)
+    _spy(monkeypatch, seen)
     args = TINY + DQN_PACE + ["--runs-dir", str(tmp_path), "--dqn.learning-starts", "256", "--save-replay"]
     assert main(["train", "dqn", *args, "--total-timesteps", "1024"]) == 0
     first = seen[0]
@@ -73,9 +71,9 @@ def test_dqn_save_replay_and_resume_restore_the_replay_exactly(tmp_path, monkeyp
 
 def test_apex_resume_restores_the_replay_exactly(tmp_path, monkeypatch):
     seen: list = []
-    _spy(monkeypatch, apex_trainer, "run_central", lambda system, args: system.learner_thread.learner, seen)
+    _spy(monkeypatch, seen)
     args = TINY + ["--runs-dir", str(tmp_path), "--dqn.learning-starts", "256", "--save-replay", "--num-envs", "8",
-                   "--apex.replay-ratio", "4", "--acting.serial",
+                   "--apex.utd-ratio", "0.015625", "--acting.serial",  # 4 samples of 256 rows per env step
                    # Ape-X checks its budget once a second and may run thousands of steps past it on a
                    # fast machine: a replay that never fills lets the resumed run's growth show.
                    "--dqn.buffer-size", "65536"]
@@ -103,7 +101,7 @@ def _check_resume(first: dict, seen: list, tmp_path, resume_argv: list[str]) -> 
 
 def test_a_resume_without_a_saved_replay_starts_from_an_empty_one(tmp_path, monkeypatch):
     seen: list = []
-    _spy(monkeypatch, dqn_trainer, "run_sync", lambda sampler, args: args[0], seen)
+    _spy(monkeypatch, seen)
     args = TINY + DQN_PACE + ["--runs-dir", str(tmp_path), "--dqn.learning-starts", "256"]
     assert main(["train", "dqn", *args, "--total-timesteps", "512"]) == 0
     assert not (seen[0]["run_dir"] / REPLAY_FILE).exists() and seen[0]["end"]["storage"]["size"] > 0
@@ -111,14 +109,10 @@ def test_a_resume_without_a_saved_replay_starts_from_an_empty_one(tmp_path, monk
     assert seen[1]["start"]["storage"]["size"] == 0 and seen[1]["start_version"] == seen[0]["end_version"]
 
 
-@pytest.mark.parametrize("algo, module, runner, learner_of", [
-    ("dqn", dqn_trainer, "run_sync", lambda sampler, args: args[0]),
-    ("apex", apex_trainer, "run_central", lambda system, args: system.learner_thread.learner),
-])
-def test_a_run_folder_of_checkpoint_format_1_resumes_with_its_saved_replay(algo, module, runner, learner_of,
-                                                                             tmp_path, monkeypatch):
+@pytest.mark.parametrize("algo", ["dqn", "apex"])
+def test_a_run_folder_of_checkpoint_format_1_resumes_with_its_saved_replay(algo, tmp_path, monkeypatch):
     seen: list = []
-    _spy(monkeypatch, module, runner, learner_of, seen)
+    _spy(monkeypatch, seen)
     run = shutil.copytree(FIXTURES / algo, tmp_path / algo)
     written = shutil.copy(run / REPLAY_FILE, tmp_path / "v1_replay.npz")
     ended_at = int((run / "metrics.csv").read_text().splitlines()[-1].split(",")[0])  # past its 2048 budget

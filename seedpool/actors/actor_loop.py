@@ -48,8 +48,10 @@ class ActorLoop:
     """Drives one source in a thread, feeding `server`; stops on `stop` or on an error."""
 
     def __init__(self, source: Source, server: InferenceServer, slot_offset: int,
-                 episodes: EpisodeLog, stop: threading.Event) -> None:
+                 episodes: EpisodeLog, stop: threading.Event, running: threading.Event | None = None) -> None:
+        """``running``: while cleared, the loop holds before its next step (a paused run)."""
         self.source = source
+        self.running = running
         self.server = server
         self.slot_offset = slot_offset
         self.episodes = episodes
@@ -82,6 +84,9 @@ class ActorLoop:
         try:
             self.source.start()
             while not self.stop.is_set():
+                if self.running is not None and not self.running.is_set():
+                    self.running.wait(0.2)
+                    continue
                 if not self._step():
                     break
         except SourceRetired:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np
 import torch
@@ -38,6 +38,9 @@ from seedpool.models.q import QNetwork
 class QLearningConfig:
     """Q-learning and its replay: what DQN and Ape-X share (names and defaults as Stable-Baselines3's DQN where it has them)."""
 
+    LIVE: ClassVar[tuple[str, ...]] = ("learning_rate", "target_network_frequency")
+    """Fields the learner reads at every update: `Training.set_hyperparameters` may change them."""
+
     learning_rate: float = 1e-4
     """Adam learning rate."""
     anneal_lr: bool = False
@@ -55,8 +58,8 @@ class QLearningConfig:
     here batch_size is only the engine's recv batch)."""
     target_network_frequency: int = 2500
     """Learner updates (gradient steps, not env steps) between target-network updates, as the
-    Nature and Ape-X papers count. SB3 and CleanRL count env steps: their 10000 at
-    train_frequency 4 with one env is 2500 here."""
+    Nature and Ape-X papers count. SB3 and CleanRL count env steps: their 10000 at one
+    gradient step per 4 env steps is 2500 here."""
     tau: float = 1.0
     """Target update rate: target <- tau * online + (1 - tau) * target; 1.0 is a hard copy."""
     double_q: bool = False
@@ -83,10 +86,16 @@ class QLearningConfig:
 class DQNConfig(QLearningConfig):
     """DQN's hyperparameters: Q-learning and its replay, plus one epsilon schedule and the sync loop's pacing."""
 
+    LIVE: ClassVar[tuple[str, ...]] = QLearningConfig.LIVE + (
+        "exploration_initial_eps", "exploration_final_eps", "exploration_fraction")
+    """Also the epsilon schedule, which DQN's sampler reads at every round."""
+
+    utd_ratio: float = 0.25
+    """Gradient steps (one minibatch each) per env step, summed over envs: how much it learns
+    (SB3's train_freq 4 with gradient_steps 1 is 0.25; docs/training.md "Learning per env step")."""
     train_frequency: int = 4
-    """Env steps (per env) between rounds of gradient steps."""
-    gradient_steps: int = 1
-    """Gradient steps (learner updates) per round."""
+    """Env steps (summed over envs, at least one per env) in each round the sampler hands the
+    learner; the round's gradient steps are then utd_ratio x its env steps (fractions carry)."""
     exploration_fraction: float = 0.1
     """Share of the run over which epsilon falls from its initial to its final value."""
     exploration_initial_eps: float = 1.0
@@ -219,8 +228,8 @@ class DQNLearner(GradientLearner):
         """One gradient step on a replay minibatch; ``env_steps``: new env steps it accounts for
         (advances `progress`). Raises NonFiniteLossError before touching the parameters."""
         data = _tensors(batch, self.device)
-        if self.cfg.anneal_lr:
-            set_learning_rate(self.optimizer, linear_decay(self.cfg.learning_rate, self.progress))
+        # Set at every step, so that a changed learning_rate (`Training.set_hyperparameters`) acts.
+        set_learning_rate(self.optimizer, linear_decay(self.cfg.learning_rate, self.progress, self.cfg.anneal_lr))
         with self.gradient.autocast():
             loss, td_error, q = dqn_loss(self.model, self.target, data, self.cfg.double_q, self.cfg.loss)
         grad_norm = self.gradient(loss, self.version)

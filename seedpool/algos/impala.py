@@ -20,7 +20,7 @@ sample with the parameters that chose it and the learner can log the policy lag.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
@@ -42,6 +42,9 @@ Batch = dict[str, torch.Tensor]
 @dataclass
 class ImpalaConfig:
     """IMPALA / APPO learner settings (names as in CleanRL and Stable-Baselines3)."""
+
+    LIVE: ClassVar[tuple[str, ...]] = ("learning_rate", "ent_coef", "vf_coef", "clip_coef")
+    """Fields the learner reads at every update: `Training.set_hyperparameters` may change them."""
 
     unroll_length: int = 20
     """T: steps per unroll sent from the inference server to the learner."""

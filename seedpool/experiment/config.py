@@ -54,6 +54,12 @@ class RunConfig:
     """Seconds between progress log lines (when not drawing a live bar)."""
     tensorboard: bool = True
     """Also write TensorBoard event files next to metrics.csv."""
+    track: bool = False
+    """Also log to Weights & Biases (pip install 'seedpool[wandb]'; WANDB_MODE=offline works without an account)."""
+    wandb_project_name: str = "seedpool"
+    """W&B project of --track."""
+    wandb_entity: str | None = None
+    """W&B entity (team or user) of --track; None: your default."""
     metrics_every: int = 100
     """Env steps between logged updates (their losses, SPS and times; the last update is always
     logged, episodes always are; 0: every update). Off-policy learners update every env step:

@@ -30,7 +30,7 @@ from typing import Any
 from seedpool.errors import SeedpoolError
 from seedpool.experiment.checkpoint import save_checkpoint
 from seedpool.experiment.config import RunConfig, config_to_dict, write_json
-from seedpool.experiment.metrics import MetricsWriter
+from seedpool.experiment.metrics import MetricsWriter, metric_sinks
 from seedpool.experiment.progress import ProgressDisplay
 from seedpool.timing import PhaseTimer
 
@@ -111,7 +111,10 @@ class Run:
         self._start_step = self.step
         self._start = time.monotonic()
         self._last_checkpoint = self._start
-        self.metrics = MetricsWriter(self.dir, cfg.tensorboard, resume_step=self.step if resume_state else None)
+        self.metrics = MetricsWriter(self.dir, cfg.tensorboard, resume_step=self.step if resume_state else None,
+                                     sinks=metric_sinks(cfg, self.dir, algo, resume_state is not None))
+        self.latest: dict[str, float] = {}  # the last update's scalars and the last episode's
+        self._closed = False
         self.progress = ProgressDisplay(cfg.total_timesteps, self.step, cfg.progress, cfg.log_every_s,
                                         title=f"{algo} {cfg.env}")
         self._old_sigint = None
@@ -124,36 +127,46 @@ class Run:
         if cfg.resume is not None:
             run_dir = Path(cfg.resume)
             write_json(run_dir / CONFIG_FILE, {"algo": algo, "config": config_to_dict(full_config)})
-            return cls(run_dir, algo, cfg, created=False, resume_state=checkpoint)
+            run = cls(run_dir, algo, cfg, created=False, resume_state=checkpoint)
+            run.progress.print(f"[seedpool] resuming: {run.dir}")
+            return run
         run_dir = new_run_dir(cfg.runs_dir, cfg.env, algo, cfg.seed)
         run_dir.mkdir(parents=True)
         try:
             write_json(run_dir / CONFIG_FILE, {"algo": algo, "config": config_to_dict(full_config)})
-            return cls(run_dir, algo, cfg, created=True)
+            run = cls(run_dir, algo, cfg, created=True)
         except BaseException:
             shutil.rmtree(run_dir, ignore_errors=True)
             raise
+        run.progress.print(f"[seedpool] run folder: {run.dir}")
+        return run
 
     def __enter__(self) -> Run:
-        verb = "resuming" if not self.created else "run folder"
-        self.progress.print(f"[seedpool] {verb}: {self.dir}")
         if threading.current_thread() is threading.main_thread():
-            self._old_sigint = signal.signal(signal.SIGINT, self._on_sigint)
+            self._old_sigint = signal.signal(signal.SIGINT, self.on_sigint)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if self._old_sigint is not None:
             signal.signal(signal.SIGINT, self._old_sigint)
             self._old_sigint = None
+        self.close(failed=exc_type is not None)
+
+    def close(self, failed: bool = False) -> None:
+        """Write the last pending metrics row and close the sinks; a run that ``failed`` before
+        its first update leaves no half-written folder behind."""
+        if self._closed:
+            return
+        self._closed = True
         self.progress.close()
         if self._unlogged is not None:
             self.metrics.write(*self._unlogged)
         self.metrics.close()
-        if exc_type is not None and self.created and self.updates == 0:
-            # Failed before learning anything: leave no half-written run folder behind.
+        if failed and self.created and self.updates == 0:
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def _on_sigint(self, signum, frame) -> None:
+    def on_sigint(self, signum, frame) -> None:
+        """The first Ctrl-C asks the loop to stop after this update (and checkpoint); a second quits."""
         if self.stop_requested:
             raise KeyboardInterrupt
         self.stop_requested = True
@@ -199,6 +212,7 @@ class Run:
             if group_of is not None:
                 scalars[f"charts/episodic_return/{group_of(ep)}"] = ep.ret
             self.metrics.write(ep.step, t, scalars)
+            self.latest.update(scalars)
 
     def end_update(self, step: int, scalars: dict[str, float]) -> None:
         """Close an update at env step ``step``: log its scalars, SPS and time (every
@@ -212,12 +226,18 @@ class Run:
                 self._share_sums[k] = self._share_sums.get(k, 0.0) + v
         row = (step, self.time_s, {**scalars, "charts/SPS": self.sps,
                                    **{f"time/{k}": v for k, v in self.timer.seconds.items()}})
+        self.latest.update(row[2])
         if self._logged_step is None or step - self._logged_step >= self.cfg.metrics_every:
             self.metrics.write(*row)
             self._logged_step, self._unlogged = step, None
         else:
             self._unlogged = row
         self.progress.update(step, self.sps, self.recent_return)
+
+    def log(self, scalars: dict[str, float]) -> None:
+        """Write scalars at the current env step now (e.g. a hyperparameter change)."""
+        self.metrics.write(self.step, self.time_s, scalars)
+        self.latest.update(scalars)
 
     def checkpoint_due(self) -> bool:
         """True when ``checkpoint_every_s`` has passed since the last checkpoint."""

@@ -9,6 +9,12 @@ when an env restarts (a dead worker, a replaced Ray group); each unroll carries 
 the policy was given at its first observation (`Unrolls.start_state`). The learner
 `publish`es new parameters with a version number; they are swapped in between batches
 and every recorded step carries the version that chose its action.
+
+Several policies: `add_policy` adds another (a league opponent, a team's second policy) and
+`assign` names, per env slot, the policy that acts for it. A batch is then split by policy,
+each part acted on by its own model, and the parts put back in row order. Policy 0 is the
+one built with the server, the one `publish` updates by default; with only it, a batch is
+served exactly as before (no split, no copy).
 """
 
 from __future__ import annotations
@@ -58,8 +64,12 @@ class InferenceServer:
         self.stats = InferenceStats(max_batch)
         self.num_slots = num_slots
         self.version = version
+        self.others: list[tuple[torch.nn.Module, ActFn]] = []  # policies 1, 2, ... (`add_policy`)
+        self.other_versions: list[int] = []
+        self.slot_policy = np.zeros(num_slots, np.int64)  # which policy acts for each env slot
         self.error: BaseException | None = None
         self._pending: tuple[dict, int] | None = None
+        self._pending_others: dict[int, tuple[dict, int]] = {}
         self._pending_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -73,11 +83,38 @@ class InferenceServer:
             raise ValueError(f"slots must lie in [0, {self.num_slots}), got {request.slots}")
         return self.batcher.submit(request)
 
-    def publish(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
-        """Offer new parameters; the server swaps them in before its next batch."""
+    def publish(self, state_dict: dict[str, torch.Tensor], version: int, policy: int = 0) -> None:
+        """Offer new parameters for ``policy``; the server swaps them in before its next batch."""
         copy = {k: v.detach().to(self.device, copy=True) for k, v in state_dict.items()}
         with self._pending_lock:
-            self._pending = (copy, version)
+            if policy == 0:
+                self._pending = (copy, version)
+            else:
+                self._check_policy(policy)
+                self._pending_others[policy] = (copy, version)
+
+    def add_policy(self, model: torch.nn.Module, act: ActFn | None = None, version: int = 0) -> int:
+        """Serve another policy (its own model, and ``act`` or the server's act function); its id.
+
+        Its rows share the server's per-slot recurrent state layout, so a recurrent policy
+        added here must keep a state of the same shape as policy 0's."""
+        with self._pending_lock:
+            self.others.append((model.to(self.device).eval(), act or self.act))
+            self.other_versions.append(version)
+            return len(self.others)
+
+    def assign(self, slots: np.ndarray, policy: int) -> None:
+        """Let ``policy`` act for the env ``slots`` from their next observation on (to swap the
+        policy of an env in the middle of an episode, reset its state: `StateSlots.reset`)."""
+        self._check_policy(policy)
+        slots = np.asarray(slots, np.int64)
+        if slots.size and (slots.min() < 0 or slots.max() >= self.num_slots):
+            raise ValueError(f"slots must lie in [0, {self.num_slots}), got {slots}")
+        self.slot_policy[slots] = policy
+
+    def _check_policy(self, policy: int) -> None:
+        if not 0 <= policy <= len(self.others):
+            raise ValueError(f"no policy {policy}: the server holds policies 0..{len(self.others)}")
 
     def start(self) -> "InferenceServer":
         """Run the serving loop in its own daemon thread."""
@@ -158,7 +195,10 @@ class InferenceServer:
             self.inputs.record_starts(slots_t[opens_t], prev_action[opens_t], prev_reward[opens_t])
             extra = {"prev_action": prev_action, "prev_reward": prev_reward}
         with torch.no_grad():
-            out = self.act(self.model, obs, state, first_t, slots_t, **extra)
+            if self.others:
+                out = self._act_by_policy(slots, obs, state, first_t, slots_t, extra)
+            else:
+                out = self.act(self.model, obs, state, first_t, slots_t, **extra)
         self.states.scatter(slots_t, out.state)
         if self.inputs is not None:
             self.inputs.keep_actions(slots_t, out.actions)
@@ -171,10 +211,43 @@ class InferenceServer:
             start += len(r)
         return blocked_s
 
+    def _act_by_policy(self, slots: np.ndarray, obs: torch.Tensor, state: State, first: torch.Tensor,
+                       slots_t: torch.Tensor, extra: dict) -> ActOutput:
+        """Each policy acts for its own rows; the outputs come back in the batch's row order."""
+        owner = self.slot_policy[slots]
+        parts = []
+        for policy in np.unique(owner):
+            rows = torch.from_numpy(np.flatnonzero(owner == policy)).to(self.device)
+            model, act = (self.model, self.act) if policy == 0 else self.others[policy - 1]
+            sub_state = None if state is None else {k: v[rows] for k, v in state.items()}
+            sub_extra = {k: v[rows] for k, v in extra.items()}
+            parts.append((rows, act(model, obs[rows], sub_state, first[rows], slots_t[rows], **sub_extra)))
+        if len(parts) == 1:
+            return parts[0][1]
+        n = len(slots)
+
+        def merge(pieces: list[torch.Tensor | None]) -> torch.Tensor | None:
+            if pieces[0] is None:
+                return None
+            out = pieces[0].new_empty((n, *pieces[0].shape[1:]))
+            for (rows, _), piece in zip(parts, pieces):
+                out[rows] = piece
+            return out
+
+        outs = [o for _, o in parts]
+        new_state = None if outs[0].state is None else \
+            {k: merge([o.state[k] for o in outs]) for k in outs[0].state}
+        return ActOutput(merge([o.actions for o in outs]), merge([o.logp for o in outs]), new_state,
+                         merge([o.aux for o in outs]))
+
     def _swap_parameters(self) -> None:
         with self._pending_lock:
             pending, self._pending = self._pending, None
+            others, self._pending_others = self._pending_others, {}
         if pending is not None:
             self.model.load_state_dict(pending[0])
             self.version = pending[1]
             self.stats.add_swap()
+        for policy, (params, version) in others.items():
+            self.others[policy - 1][0].load_state_dict(params)
+            self.other_versions[policy - 1] = version

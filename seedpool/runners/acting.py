@@ -93,3 +93,15 @@ def make_pools(env_id: str, num_envs: int, backend: str, cfg: ActingConfig, seed
             p.close()
         raise
     return pools
+
+
+def close_all(sources: list) -> None:
+    """Close every source (a closed one ignores it), the last error raised after all are closed."""
+    errors = []
+    for s in sources:
+        try:
+            s.close()
+        except Exception as e:  # noqa: BLE001 - the others still close
+            errors.append(e)
+    if errors:
+        raise errors[0]

@@ -11,8 +11,8 @@ dataflow, in the order `CentralSystem.__init__` wires it:
                     ^                   |    ^                       |
                     +----actions--------+    +--publish(params)-- LearnerThread
 
-`run_central` drives a built system inside a `Run`: it logs a window of metrics every
-second, checkpoints, and turns a component's failure into one `TrainingError`.
+`CentralLoop` is the system as a `Training` drives it: it logs a window of metrics every
+second, pauses and resumes the threads, and turns a component's failure into one `TrainingError`.
 Any `Learner` whose `update` takes `Unrolls` plugs in; the serial twin
 (`ActingConfig.serial`) runs the same parts in one thread, deterministically.
 """
@@ -60,6 +60,8 @@ class CentralSystem:
         discrete = isinstance(act_space, gym.spaces.Discrete)
         self.cfg = cfg
         self.stop = threading.Event()
+        self.running = threading.Event()  # cleared: actors and the learner hold at their next step
+        self.running.set()
         self.queue = UnrollQueue(max(cfg.queue_size or 2 * unrolls_per_batch, unrolls_per_batch))
         self.server = InferenceServer(
             copy.deepcopy(learner.model), act, num_slots=sum(s.num_envs for s in self.sources),
@@ -74,10 +76,11 @@ class CentralSystem:
         self.episodes = EpisodeLog()
         self.episodes.env_steps = env_steps
         offsets = np.cumsum([0] + [s.num_envs for s in self.sources])[:-1]
-        self.actors = [ActorLoop(s, self.server, int(o), self.episodes, self.stop)
+        self.actors = [ActorLoop(s, self.server, int(o), self.episodes, self.stop, self.running)
                        for s, o in zip(self.sources, offsets)]
         self._serial_actors = list(self.actors)  # the serial twin drops a retired source's loop
-        self.learner_thread = LearnerThread(learner, self.queue, self.server, unrolls_per_batch, self.stop)
+        self.learner_thread = LearnerThread(learner, self.queue, self.server, unrolls_per_batch, self.stop,
+                                            self.running)
 
     def _enqueue(self, unrolls: Unrolls) -> None:
         try:
@@ -95,6 +98,19 @@ class CentralSystem:
         self.learner_thread.start()
         for a in self.actors:
             a.start()
+
+    @property
+    def paused(self) -> bool:
+        """True between `pause` and `resume`."""
+        return not self.running.is_set()
+
+    def pause(self) -> None:
+        """Hold acting and learning at their next step boundary (the serial twin is held already)."""
+        self.running.clear()
+
+    def resume(self) -> None:
+        """Let a paused system go on."""
+        self.running.set()
 
     def wait(self, seconds: float, until_steps: int | None = None) -> None:
         """Let the system run for `seconds` (or until it stops); the serial twin works here, and
@@ -162,6 +178,7 @@ class CentralSystem:
     def close(self) -> None:
         """Stop in an order that cannot hang: flag, wake the queue, server, threads, pools."""
         self.stop.set()
+        self.running.set()  # paused threads wake, see the stop and end
         self.queue.close()
         self.server.stop()
         for a in self.actors:
@@ -171,35 +188,77 @@ class CentralSystem:
             s.close()
 
 
-def run_central(run: Run, system: CentralSystem, total_steps: int, state: Callable[[dict], dict],
-                stop_at_return: float | None = None, episode_group: Callable | None = None) -> None:
-    """Run a built system inside `run` until the budget, a stop request, ``stop_at_return``
-    (mean of the last 20 episodes) or a failure; checkpoints hold ``state(learner_state)``.
+class CentralLoop:
+    """The central system as `Training` drives it: one round is a second of acting and
+    learning (the serial twin: its rounds within that second), then a window of metrics.
 
-    ``episode_group(episode) -> name`` also logs returns per group of envs (see `Run.record_episodes`).
-    """
-    def checkpoint() -> None:
-        run.save_checkpoint(state(system.learner_thread.state()))
+    Between rounds the system keeps running; `pause` holds acting and learning at their next
+    step boundary (nothing in flight is lost) and the next round lets them go on."""
 
-    try:
-        system.start()
-        last = time.monotonic()
-        while not run.done(total_steps) and not system.stop.is_set():
-            system.wait(1.0, until_steps=total_steps)
-            now = time.monotonic()
-            run.record_episodes(system.episodes.drain(), episode_group)
-            run.end_update(system.episodes.env_steps, system.read_metrics(now - last, run.timer))
-            last = now
-            if stop_at_return is not None and len(run.recent_returns) == run.recent_returns.maxlen \
-                    and run.recent_return >= stop_at_return:
-                break
-            if run.checkpoint_due() and not system.stop.is_set():
-                checkpoint()
-    finally:
-        system.close()
-    _note_restarts(system, run)
-    _raise_errors(system, run)
-    checkpoint()
+    def __init__(self, run: Run, system: CentralSystem, state: Callable[[dict], dict],
+                 episode_group: Callable | None = None) -> None:
+        """``state(learner_state)``: what a checkpoint saves; ``episode_group(episode) -> name``
+        also logs returns per group of envs (see `Run.record_episodes`)."""
+        self.run, self.system, self._state, self.episode_group = run, system, state, episode_group
+        self._started = False
+        self._last = 0.0
+
+    def step(self, run: Run, until_step: int) -> bool:
+        """Let the system run for a second (or until ``until_step`` env steps, serially), then log."""
+        system = self.system
+        if not self._started:
+            system.start()
+            self._started = True
+            self._last = time.monotonic()
+        elif system.paused:
+            system.resume()
+            self._last = time.monotonic()  # the pause is no part of any thread's time share
+        if system.stop.is_set():
+            return False
+        system.wait(1.0, until_steps=until_step)
+        now = time.monotonic()
+        run.record_episodes(system.episodes.drain(), self.episode_group)
+        run.end_update(system.episodes.env_steps, system.read_metrics(now - self._last, run.timer))
+        self._last = now
+        return not system.stop.is_set()
+
+    def pause(self) -> None:
+        """Hold the actor and learner threads at their next step boundary."""
+        self.system.pause()
+
+    def between_updates(self):
+        """Held while no update runs (the learner thread takes it for each update)."""
+        return self.system.learner_thread.lock
+
+    def publish(self) -> None:
+        """Hand the learner's current parameters to the inference server (after a weight load)."""
+        learner = self.system.learner_thread.learner
+        self.system.server.publish(learner.model.state_dict(), learner.version)
+
+    def state(self) -> dict:
+        """A consistent copy of the learner's state, taken between two updates, plus the trainer's."""
+        return self._state(self.system.learner_thread.state())
+
+    def close(self) -> None:
+        """Stop every thread and source; raise a `TrainingError` if a component failed."""
+        self.system.close()
+        _note_restarts(self.system, self.run)
+        _raise_errors(self.system, self.run)
+
+
+def central_replay_state(run: Run, system: CentralSystem, replay, save_replay: bool) -> Callable[[dict], dict]:
+    """A replay trainer's checkpoint state (Ape-X, R2D2): the learner's, and with ``save_replay``
+    the replay's contents written beside it while no insertion runs."""
+    from seedpool.experiment.checkpoint import trainer_state
+    from seedpool.replay import REPLAY_FILE, save_replay_file
+
+    def state(learner_state: dict) -> dict:
+        if save_replay:
+            with system.learner_thread.lock:  # no insertion while the arrays are written
+                save_replay_file(run.dir / REPLAY_FILE, replay)
+        return trainer_state(learner_state, replay=REPLAY_FILE if save_replay else None)
+
+    return state
 
 
 def _note_restarts(system: CentralSystem, run: Run) -> None:

@@ -14,8 +14,10 @@ class LearnerThread:
     """Consumes `unrolls_per_batch` unrolls at a time, updates, publishes; stops the run on an error."""
 
     def __init__(self, learner: Learner, queue: UnrollQueue, server: InferenceServer,
-                 unrolls_per_batch: int, stop: threading.Event) -> None:
+                 unrolls_per_batch: int, stop: threading.Event, running: threading.Event | None = None) -> None:
+        """``running``: while cleared, the thread holds before its next batch (a paused run)."""
         self.learner, self.queue, self.server = learner, queue, server
+        self.running = running
         self.unrolls_per_batch = unrolls_per_batch
         self.stop = stop
         self.error: BaseException | None = None
@@ -52,6 +54,9 @@ class LearnerThread:
     def _run(self) -> None:
         try:
             while not self.stop.is_set():
+                if self.running is not None and not self.running.is_set():
+                    self.running.wait(0.2)
+                    continue
                 self.step(timeout=0.2)
         except QueueClosed:
             pass

@@ -1,26 +1,41 @@
-"""The synchronous sampler loop: collect a rollout, update the learner, log, checkpoint."""
+"""The synchronous sampler loop: collect a rollout, update the learner, log (PPO, DQN, SAC, TD3)."""
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+from typing import Any, Callable, ContextManager
 
 from seedpool.algos.learner import Learner
 from seedpool.experiment import Run
 
 
-def run_sync(run: Run, sampler, learner: Learner, total_steps: int, state: Callable[[], dict],
-             stop_at_return: float | None = None) -> None:
-    """Alternate ``sampler.collect()`` and ``learner.update(rollout)`` until ``total_steps``
-    env steps, a stop request, or (``stop_at_return``) a mean return of the last 20 episodes at
-    least that high; ``state()`` is what each checkpoint saves (one also at the end)."""
-    while not run.done(total_steps):
-        rollout, episodes = sampler.collect()
+class SyncLoop:
+    """One round is ``sampler.collect()`` then ``learner.update(rollout)``; `Training` drives it.
+
+    Everything happens in the caller's thread, so a pause is the end of a round and the learner
+    is always between updates when the caller holds control."""
+
+    def __init__(self, sampler, learner: Learner, state: Callable[[], dict]) -> None:
+        self.sampler, self.learner, self._state = sampler, learner, state
+
+    def step(self, run: Run, until_step: int) -> bool:
+        """Collect one rollout, learn from it, close the update in ``run``."""
+        rollout, episodes = self.sampler.collect()
         run.record_episodes(episodes)
         with run.timer.phase("learn"):
-            metrics = learner.update(rollout)
-        run.end_update(sampler.env_steps, metrics)
-        if stop_at_return is not None and len(run.recent_returns) == run.recent_returns.maxlen \
-                and run.recent_return >= stop_at_return:
-            break
-        if run.checkpoint_due():
-            run.save_checkpoint(state())
-    run.save_checkpoint(state())
+            metrics = self.learner.update(rollout)
+        run.end_update(self.sampler.env_steps, metrics)
+        return True
+
+    def pause(self) -> None:
+        """Nothing runs between rounds."""
+
+    def between_updates(self) -> ContextManager:
+        """Always true between rounds."""
+        return contextlib.nullcontext()
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint saves (the learner's, the sampler's and the generators' state)."""
+        return self._state()
+
+    def close(self) -> None:
+        """The trainer closes the envs."""

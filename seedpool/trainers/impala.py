@@ -1,4 +1,4 @@
-"""`train_impala`: env sources (local pools or Ray actor groups) -> central inference -> ImpalaLearner, driven by `run_central`.
+"""`train_impala`: env sources (local pools or Ray actor groups) -> central inference -> ImpalaLearner, driven by `CentralLoop` in a `Training`.
 
 SEED RL: the central-inference system (seedpool.runners.central) does the acting,
 batching and threading, with envs on this machine or on a Ray cluster (`--ray-address`);
@@ -8,21 +8,25 @@ work per task family.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import contextlib
+from dataclasses import dataclass, field, replace
 
 from seedpool.algos.impala import ImpalaConfig, ImpalaLearner, policy_act
 from seedpool.algos.impala_recurrent import recurrent_policy_act
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
+    CHECKPOINT_FILE, Run, RunResult, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig, is_recurrent, make_policy
 from seedpool.models.precision import autocast_fn, resolve_precision
-from seedpool.runners import CentralRunConfig, CentralSystem, TrainingError, make_pools, make_sources, run_central
+from seedpool.experiment.training import Training
+from seedpool.runners import (
+    CentralLoop, CentralRunConfig, CentralSystem, TrainingError, close_all, make_pools, make_sources,
+)
 
-__all__ = ["IMPALATrainConfig", "TrainingError", "impala_defaults", "train_impala", "upgrade_config"]
+__all__ = ["IMPALATrainConfig", "TrainingError", "build_impala", "impala_defaults", "train_impala", "upgrade_config"]
 
 
 @dataclass
@@ -37,35 +41,64 @@ class IMPALATrainConfig(CentralRunConfig):
 
 def train_impala(cfg: IMPALATrainConfig) -> RunResult:
     """Train IMPALA with SEED-style central inference; returns the run's headline numbers."""
+    return build_impala(cfg).train()
+
+
+def build_impala(cfg: IMPALATrainConfig) -> Training:
+    """The run ``train_impala`` trains, built and ready to advance (see `Training`)."""
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
     env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
     sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
-    try:
+    with contextlib.ExitStack() as undo:  # a failure while building closes what was built
+        undo.callback(close_all, sources)
         policy = make_policy(sources[0].single_observation_space, sources[0].single_action_space, cfg.model)
         precision = resolve_precision(cfg.precision, device, policy)
         learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps, precision=precision)
         if ckpt is not None:
             restore_learner(ckpt, learner)
             set_rng_state(ckpt["rng"])
-        with Run.open(cfg, "impala", cfg, ckpt) as run:
-            act, initial = policy_act, None
-            if is_recurrent(policy):  # the server keeps each env's state between requests
-                act, initial = recurrent_policy_act, {k: v[0] for k, v in policy.initial_state(1).items()}
-            system = CentralSystem(sources, learner, autocast_fn(act, precision, device), cfg.acting,
-                                   device=device, unrolls_per_batch=cfg.impala.unrolls_per_batch,
-                                   unroll_length=cfg.impala.unroll_length, env_steps=run.step,
-                                   initial_state=initial,
-                                   prev_inputs=is_recurrent(policy) and (cfg.model.prev_action or cfg.model.prev_reward))
-            run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, policy on {device} ({precision})")
-            run_central(run, system, cfg.total_timesteps, trainer_state, cfg.stop_at_return)
-    finally:
-        for s in sources:
-            s.close()
-    return finish_run(run, cfg.env, "impala")
+        run = Run.open(cfg, "impala", cfg, ckpt)
+        undo.callback(run.close, failed=True)
+        act, initial = policy_act, None
+        if is_recurrent(policy):  # the server keeps each env's state between requests
+            act, initial = recurrent_policy_act, {k: v[0] for k, v in policy.initial_state(1).items()}
+        system = CentralSystem(sources, learner, autocast_fn(act, precision, device), cfg.acting,
+                               device=device, unrolls_per_batch=cfg.impala.unrolls_per_batch,
+                               unroll_length=cfg.impala.unroll_length, env_steps=run.step,
+                               initial_state=initial,
+                               prev_inputs=is_recurrent(policy) and (cfg.model.prev_action or cfg.model.prev_reward))
+        run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, policy on {device} ({precision})")
+        training = Training(run, CentralLoop(run, system, trainer_state), learner, cfg,
+                            close=lambda: close_all(sources))
+        undo.pop_all()
+    return training
 
 
-def impala_defaults(env_id: str) -> IMPALATrainConfig:
+def impala_defaults(env_id: str, core: str = "none") -> IMPALATrainConfig:
+    """Settings per task family; with a recurrent ``core`` ("lstm" or "gru", what
+    ``--model.core`` gives the CLI) also what that core needs to learn (see `_with_core`)."""
+    cfg = _family_defaults(env_id)
+    return cfg if core == "none" else _with_core(cfg, env_id, core)
+
+
+def _with_core(cfg: IMPALATrainConfig, env_id: str, core: str) -> IMPALATrainConfig:
+    """The family's settings for a policy with a recurrent core (docs/recurrent.md).
+
+    Vector tasks get recurrent PPO's shape, measured on a velocity-hidden CartPole on the
+    threaded system (benchmarks/results/recurrent_defaults_seeds.md): 8 envs, batches of 8
+    unrolls of 32 steps learned in 20 epochs, standardised observations, rewards x 0.1 and no
+    entropy bonus, a small core straight on the observations and one of its own for the value head.
+    """
+    if is_atari(env_id):  # frames are scaled already, rewards clipped: only the core changes
+        return replace(cfg, model=replace(cfg.model, core=core))
+    impala = replace(cfg.impala, unroll_length=32, unrolls_per_batch=8, update_epochs=20, ent_coef=0.0,
+                     reward_scale=0.1)
+    return replace(cfg, num_envs=8, total_timesteps=300_000, impala=impala,
+                   model=ModelConfig(core=core, core_size=64, hidden_sizes=(), critic_core=True, obs_norm=True))
+
+
+def _family_defaults(env_id: str) -> IMPALATrainConfig:
     """Settings per task family: APPO on Atari (PPO's shape on V-trace targets), tuned CartPole."""
     if is_atari(env_id):
         # One batch is 32 unrolls of 32 steps (PPO's 8 x 128), learned in 4 epochs of 4

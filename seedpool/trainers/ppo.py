@@ -1,23 +1,25 @@
-"""`train_ppo`: the engine's envs -> sync sampler -> PPOLearner, driven by `run_sync`."""
+"""`train_ppo`: the engine's envs -> sync sampler -> PPOLearner, driven by `SyncLoop` in a `Training`."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import contextlib
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import seedpool
+from seedpool import kernels
 from seedpool.actors.sampler import make_sampler
-from seedpool.algos import ppo_numpy
 from seedpool.algos.ppo import PPOConfig, PPOLearner
 from seedpool.envs.registry import is_atari, is_mujoco
 from seedpool.errors import ConfigError
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunConfig, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
+    CHECKPOINT_FILE, Run, RunConfig, RunResult, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
 from seedpool.experiment.config import OptionValue
-from seedpool.models import ModelConfig, make_policy, mlp_act
+from seedpool.models import ModelConfig, make_policy
 from seedpool.models.precision import resolve_precision
-from seedpool.runners.sync import run_sync
+from seedpool.experiment.training import Training
+from seedpool.runners.sync import SyncLoop
 
 
 @dataclass
@@ -40,6 +42,11 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
     ``pool``: an already built pool with the engine's API to train on instead of
     ``seedpool.make(cfg.env, ...)`` (benchmarks feed EnvPool this way); it is closed at the end.
     """
+    return build_ppo(cfg, pool).train()
+
+
+def build_ppo(cfg: PPOTrainConfig, pool=None) -> Training:
+    """The run ``train_ppo`` trains, built and ready to advance (see `Training`)."""
     if cfg.model.core != "none" and cfg.ppo.num_minibatches > cfg.num_envs:
         # Recurrent minibatches are groups of whole env sequences (checked here, before a run folder exists).
         raise ConfigError(f"--model.core {cfg.model.core}: a minibatch holds whole env sequences, so "
@@ -52,24 +59,23 @@ def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
                              seed=_env_seed(cfg, ckpt, sampler_kind),
                              batch_size=cfg.num_envs // 2 if sampler_kind == "double" else None,
                              **cfg.env_options)
-    try:
+    with contextlib.ExitStack() as undo:  # a failure while building closes what was built
+        undo.callback(pool.close)
         policy = make_policy(pool.single_observation_space, pool.single_action_space, cfg.model).to(device)
         precision = resolve_precision(cfg.precision, device, policy)
-        if mlp_act.supports(policy, device, precision):  # before the run's clock, as pools do for native envs
-            mlp_act.load_kernels()
-            if cfg.ppo.numpy_update:
-                ppo_numpy.load_kernels()
+        kernels.warm_up(policy, device, precision)  # before the run's clock, as pools do for native envs
         learner = PPOLearner(policy, cfg.ppo, cfg.total_timesteps, precision)
-        with Run.open(cfg, "ppo", cfg, ckpt) as run:
-            sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
-                                   cfg.replay_limit, precision)
-            run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device} ({precision})")
-            if ckpt is not None:
-                _restore(ckpt, learner, sampler)
-            run_sync(run, sampler, learner, cfg.total_timesteps, lambda: _state(learner, sampler), cfg.stop_at_return)
-    finally:
-        pool.close()
-    return finish_run(run, cfg.env, "ppo")
+        run = Run.open(cfg, "ppo", cfg, ckpt)
+        undo.callback(run.close, failed=True)
+        sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
+                               cfg.replay_limit, precision)
+        run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device} ({precision})")
+        if ckpt is not None:
+            _restore(ckpt, learner, sampler)
+        training = Training(run, SyncLoop(sampler, learner, lambda: _state(learner, sampler)), learner, cfg,
+                            close=pool.close)
+        undo.pop_all()
+    return training
 
 
 def _state(learner: PPOLearner, sampler) -> dict:
@@ -101,7 +107,39 @@ def _env_seed(cfg: PPOTrainConfig, ckpt: dict | None, sampler_kind: str) -> int:
     return resume_env_seed(cfg.seed, ckpt)
 
 
-def ppo_defaults(env_id: str) -> PPOTrainConfig:
+def ppo_defaults(env_id: str, core: str = "none") -> PPOTrainConfig:
+    """Well-known settings per task family; with a recurrent ``core`` ("lstm" or "gru", what
+    ``--model.core`` gives the CLI) also what that core needs to learn (see `_with_core`)."""
+    cfg = _family_defaults(env_id)
+    return cfg if core == "none" else _with_core(cfg, env_id, core)
+
+
+def _with_core(cfg: PPOTrainConfig, env_id: str, core: str) -> PPOTrainConfig:
+    """The family's settings for a policy with a recurrent core (docs/recurrent.md).
+
+    Vector tasks other than the named families (a user's own env, CartPole) get the shape
+    measured on a velocity-hidden CartPole (benchmarks/results/recurrent_defaults_seeds.md):
+    standardised observations and rewards scaled by their returns' spread (without them the
+    same LSTM did not learn that task in the budget), 20 epochs of one minibatch of whole env
+    sequences, a small core straight on the observations, and one of its own for the value head.
+    """
+    if is_atari(env_id):  # frames are scaled already, rewards clipped: only the core changes
+        return replace(cfg, model=replace(cfg.model, core=core))
+    if is_mujoco(env_id) or env_id.startswith("Pendulum"):
+        # The same rollout cut into one env's sequence per minibatch (a minibatch holds whole
+        # env sequences, so it cannot be smaller than one env's rollout): not measured yet.
+        rows = cfg.num_envs * cfg.ppo.num_steps
+        envs = cfg.ppo.num_minibatches
+        ppo = replace(cfg.ppo, num_steps=rows // envs)
+        return replace(cfg, num_envs=envs, ppo=ppo, model=replace(cfg.model, core=core, obs_norm=True))
+    ppo = PPOConfig(num_steps=32, num_minibatches=1, update_epochs=20, learning_rate=1e-3, gamma=0.98,
+                    gae_lambda=0.8, clip_coef=0.2, anneal_clip=True, ent_coef=0.0, reward_norm=True)
+    return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=200_000, ppo=ppo,
+                          model=ModelConfig(core=core, core_size=64, hidden_sizes=(), critic_core=True,
+                                            obs_norm=True))
+
+
+def _family_defaults(env_id: str) -> PPOTrainConfig:
     """Well-known settings per task family: rl-zoo3's tuned CartPole, the PPO paper's Atari."""
     if is_atari(env_id):
         # The PPO paper's Atari settings with 32 envs instead of 8 and 16 minibatches instead of

@@ -13,12 +13,14 @@ The dataflow, in one place::
 
 That is the ``--no-lockstep`` layout, Ape-X's (`seedpool.trainers.apex`; ``--acting.serial``
 is its serial twin). The default, ``--lockstep``, acts in-process (`RecurrentQSampler`, every
-env stepped in turn, `run_sync`), the same act function on the same network: the defaults were
+env stepped in turn, `SyncLoop`), the same act function on the same network: the defaults were
 tuned on it and hold the CI bar there for seeds 1-3, not yet on the central layout.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import contextlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
 import seedpool
 from seedpool.actors.recurrent_q_sampler import RecurrentQSampler
@@ -26,20 +28,24 @@ from seedpool.algos.r2d2 import R2D2Config, R2D2Learner, RecurrentEpsilonGreedyA
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunResult, finish_run, load_checkpoint, set_rng_state, setup_torch,
+    CHECKPOINT_FILE, Run, RunResult, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import (
-    replay_trainer_state, restore_learner, restore_replay_trainer, resume_env_seed, trainer_state,
+    replay_trainer_state, restore_learner, restore_replay_trainer, resume_env_seed,
 )
 from seedpool.experiment.config import OptionValue
+from seedpool.experiment.legacy_options import Converted, convert_options
 from seedpool.models.recurrent_q import RecurrentQModelConfig, RecurrentQNetwork, make_recurrent_q_network
 from seedpool.models.precision import autocast_fn, resolve_precision
-from seedpool.replay import REPLAY_FILE, is_frame_stack, load_replay_file, save_replay_file, space_field
+from seedpool.replay import is_frame_stack, load_replay_file, space_field
 from seedpool.replay.sequence import SequenceReplay
 from seedpool.replay.sequence_writer import SequenceWriter
 from seedpool.records import Unrolls
-from seedpool.runners import CentralRunConfig, CentralSystem, make_pools, make_sources, run_central
-from seedpool.runners.sync import run_sync
+from seedpool.experiment.training import Training
+from seedpool.runners import (
+    CentralLoop, CentralRunConfig, CentralSystem, central_replay_state, close_all, make_pools, make_sources,
+)
+from seedpool.runners.sync import SyncLoop
 
 
 @dataclass
@@ -64,23 +70,18 @@ class R2D2TrainConfig(CentralRunConfig):
 class SequenceReplayLearner(ReplayLearner):
     """`ReplayLearner` over a sequence replay: unrolls are cut into sequences, not n-step rows.
 
-    ``replay_ratio`` here counts learned steps (sequence steps after burn-in) per env step.
+    ``utd_ratio`` counts gradient steps of ``minibatch_size`` sequences per env step.
     """
 
     def __init__(self, learner: R2D2Learner, replay: SequenceReplay, writer: SequenceWriter, cfg: R2D2Config,
                  total_steps: int) -> None:
-        self.learned_per_row = cfg.sequence_length - cfg.burn_in
-        super().__init__(learner, replay, writer, replay_ratio=cfg.replay_ratio / self.learned_per_row,
+        super().__init__(learner, replay, writer, utd_ratio=cfg.utd_ratio,
                          minibatch_size=cfg.minibatch_size, learning_starts=cfg.learning_starts,
                          total_steps=total_steps, beta0=cfg.beta0)
 
     def insert(self, unrolls: Unrolls) -> None:
         """Cut each env's steps into sequences (the writer keeps open episodes between calls)."""
         self.writer.add(unrolls)
-
-    def measured_ratio(self) -> float:
-        """Learned sequence steps per env step while learning was on."""
-        return super().measured_ratio() * self.learned_per_row
 
 
 def make_acting(cfg: R2D2TrainConfig, pool, q_net: RecurrentQNetwork, device: str, run: Run,
@@ -113,54 +114,54 @@ def make_sequence_replay(obs_space, action_space, q_net: RecurrentQNetwork, cfg:
 
 def train_r2d2(cfg: R2D2TrainConfig) -> RunResult:
     """Train R2D2 as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
+    return build_r2d2(cfg).train()
+
+
+def build_r2d2(cfg: R2D2TrainConfig) -> Training:
+    """The run ``train_r2d2`` trains, built and ready to advance (see `Training`)."""
     cfg.r2d2.check()
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "r2d2") if cfg.resume else None
     env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
     if cfg.lockstep:
-        return _train_lockstep(cfg, device, ckpt, env_seed)
+        return _build_lockstep(cfg, device, ckpt, env_seed)
     sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
-    try:
+    with contextlib.ExitStack() as undo:  # a failure while building closes what was built
+        undo.callback(close_all, sources)
         learner, q_net, precision = _build_learner(cfg, sources[0], device)
-        with Run.open(cfg, "r2d2", cfg, ckpt) as run:
-            if ckpt is not None:
-                restore_learner(ckpt, learner)
-                if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
-                    load_replay_file(run.dir / ckpt["replay"], learner.replay)
-                set_rng_state(ckpt["rng"])
-            system = make_central_system(cfg, sources, learner, q_net, device, precision, run.step)
-            _note(run, cfg, f"{len(sources)} source(s) of {sources[0].num_envs} envs", device, precision)
-
-            def state(learner_state: dict) -> dict:
-                if cfg.save_replay:
-                    with system.learner_thread.lock:  # no insertion while the arrays are written
-                        save_replay_file(run.dir / REPLAY_FILE, learner.replay)
-                return trainer_state(learner_state, replay=REPLAY_FILE if cfg.save_replay else None)
-
-            run_central(run, system, cfg.total_timesteps, state, cfg.stop_at_return)
-    finally:
-        for s in sources:
-            s.close()
-    return finish_run(run, cfg.env, "r2d2")
+        run = Run.open(cfg, "r2d2", cfg, ckpt)
+        undo.callback(run.close, failed=True)
+        if ckpt is not None:
+            restore_learner(ckpt, learner)
+            if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
+                load_replay_file(run.dir / ckpt["replay"], learner.replay)
+            set_rng_state(ckpt["rng"])
+        system = make_central_system(cfg, sources, learner, q_net, device, precision, run.step)
+        _note(run, cfg, f"{len(sources)} source(s) of {sources[0].num_envs} envs", device, precision)
+        state = central_replay_state(run, system, learner.replay, cfg.save_replay)
+        training = Training(run, CentralLoop(run, system, state), learner, cfg, close=lambda: close_all(sources))
+        undo.pop_all()
+    return training
 
 
-def _train_lockstep(cfg: R2D2TrainConfig, device: str, ckpt: dict | None, env_seed: int) -> RunResult:
+def _build_lockstep(cfg: R2D2TrainConfig, device: str, ckpt: dict | None, env_seed: int) -> Training:
     """``--lockstep``: one engine pool stepped in turn by `RecurrentQSampler`, learning in between."""
     pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend, seed=env_seed, **cfg.env_options)
-    try:
+    with contextlib.ExitStack() as undo:  # a failure while building closes what was built
+        undo.callback(pool.close)
         learner, q_net, precision = _build_learner(cfg, pool, device)
-        with Run.open(cfg, "r2d2", cfg, ckpt) as run:
-            sampler = make_acting(cfg, pool, q_net, device, run, precision)
-            _note(run, cfg, f"{pool!r} (lockstep)", device, precision)
-            if ckpt is not None:
-                # A run that acted centrally kept no sampler state: the run's own step count stands for it.
-                restore_replay_trainer(run.dir, {**ckpt, "acting": ckpt["acting"] or {"env_steps": run.step}},
-                                       learner, sampler)
-            run_sync(run, sampler, learner, cfg.total_timesteps,
-                     lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay), cfg.stop_at_return)
-    finally:
-        pool.close()
-    return finish_run(run, cfg.env, "r2d2")
+        run = Run.open(cfg, "r2d2", cfg, ckpt)
+        undo.callback(run.close, failed=True)
+        sampler = make_acting(cfg, pool, q_net, device, run, precision)
+        _note(run, cfg, f"{pool!r} (lockstep)", device, precision)
+        if ckpt is not None:
+            # A run that acted centrally kept no sampler state: the run's own step count stands for it.
+            restore_replay_trainer(run.dir, {**ckpt, "acting": ckpt["acting"] or {"env_steps": run.step}},
+                                   learner, sampler)
+        state = lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay)  # noqa: E731
+        training = Training(run, SyncLoop(sampler, learner, state), learner, cfg, close=pool.close)
+        undo.pop_all()
+    return training
 
 
 def _build_learner(cfg: R2D2TrainConfig, envs, device: str) -> tuple[SequenceReplayLearner, RecurrentQNetwork, str]:
@@ -181,24 +182,33 @@ def _note(run: Run, cfg: R2D2TrainConfig, acting: str, device: str, precision) -
              f"recurrent Q network ({cfg.model.core} {cfg.model.core_size}) on {device} ({precision})")
 
 
-def r2d2_defaults(env_id: str) -> R2D2TrainConfig:
+def r2d2_defaults(env_id: str, core: str = "lstm") -> R2D2TrainConfig:
+    """Settings per task family for a recurrent Q network with this ``core`` ("lstm" or "gru",
+    what ``--model.core`` gives the CLI): R2D2 always has one, so each family's settings are
+    already those of a recurrent network; the small vector tasks' were measured on a
+    velocity-hidden CartPole (benchmarks/results/recurrent_defaults_seeds.md)."""
+    cfg = _family_defaults(env_id)
+    return replace(cfg, model=replace(cfg.model, core=core))
+
+
+def _family_defaults(env_id: str) -> R2D2TrainConfig:
     """Settings per task family: the paper's Atari shape, MinAtar, and small vector tasks."""
     if is_atari(env_id):
         r2d2 = R2D2Config(learning_rate=1e-4, buffer_size=20_000, learning_starts=1_000, minibatch_size=64,
-                          replay_ratio=1.0, unroll_length=40)
+                          utd_ratio=1 / (40 * 64), unroll_length=40)
         return R2D2TrainConfig(env=env_id, num_envs=32, total_timesteps=10_000_000, r2d2=r2d2,
                                model=RecurrentQModelConfig(core_size=512, head_sizes=(512,)),
                                env_options={"episodic_life": True, "reward_clip": True})
     if env_id.startswith("MinAtar/"):
         # Short sequences (20 with burn-in 10) give four times the gradient steps of the paper's
-        # 80/40 for the same learner time; with 8 learned steps per env step that is one gradient
-        # step per 40 env steps, near Ape-X's one per 32 on these games. Adam's usual eps: the
+        # 80/40 for the same learner time; one gradient step per 40 env steps (8 learned steps of
+        # 10 x 32 per env step) is near Ape-X's one per 32 on these games. Adam's usual eps: the
         # paper's 1e-3 stalled learning here as on CartPole. 400k-step pilots on Breakout
         # (benchmarks/results/r2d2_minatar_breakout_curve*.md): these settings 5.6, with gamma
-        # 0.99 and n=3 5.5, the paper's 80/40 sequences at replay ratio 8 2.4 (Ape-X: 4.8).
+        # 0.99 and n=3 5.5, the paper's 80/40 sequences at 8 learned steps per env step 2.4 (Ape-X: 4.8).
         r2d2 = R2D2Config(learning_rate=2.5e-4, adam_eps=1e-8, buffer_size=20_000, learning_starts=500,
                           minibatch_size=32, sequence_length=20, overlap=10, burn_in=10,
-                          target_network_frequency=1000, replay_ratio=8.0)
+                          target_network_frequency=1000, utd_ratio=8 / (10 * 32))
         return R2D2TrainConfig(env=env_id, num_envs=16, total_timesteps=5_000_000, r2d2=r2d2,
                                model=RecurrentQModelConfig(core_size=128, head_sizes=(128,)))
     # Small vector tasks (CartPole, its velocity-hidden twin): short sequences, a small core, and
@@ -206,6 +216,25 @@ def r2d2_defaults(env_id: str) -> R2D2TrainConfig:
     # (benchmarks/results/r2d2_cartpole_novel.md).
     r2d2 = R2D2Config(learning_rate=1e-3, adam_eps=1e-8, gamma=0.99, buffer_size=5_000, learning_starts=100,
                       minibatch_size=32, sequence_length=40, overlap=20, burn_in=10, target_network_frequency=100,
-                      replay_ratio=16.0, unroll_length=16, epsilon=0.4, epsilon_alpha=7.0)
+                      utd_ratio=16 / (30 * 32), unroll_length=16, epsilon=0.4, epsilon_alpha=7.0)
     return R2D2TrainConfig(env=env_id, num_envs=16, total_timesteps=300_000, r2d2=r2d2,
                            model=RecurrentQModelConfig(hidden_sizes=(64,), core_size=64, head_sizes=(64,)))
+
+
+def learned_steps_utd_ratio(cfg: Mapping[str, Any], learned_per_step: float) -> float:
+    """The old ``replay_ratio`` (learned sequence steps after burn-in per env step) as gradient steps
+    per env step: each gradient step learns ``sequence_length - burn_in`` steps of ``minibatch_size``
+    sequences."""
+    r = cfg["r2d2"]
+    return learned_per_step / ((r["sequence_length"] - r["burn_in"]) * r["minibatch_size"])
+
+
+CONVERTED = [Converted("r2d2", "replay_ratio", "utd_ratio", learned_steps_utd_ratio,
+                       "learned sequence steps per env step", "gradient steps per env step")]
+"""Old options of `seedpool train r2d2` whose value converts: still accepted on the command line and
+in a resumed run's config.json, with a deprecation line."""
+
+
+def upgrade_config(data: dict) -> dict:
+    """A config dict of an older R2D2 run folder in today's option names."""
+    return convert_options(data, CONVERTED)

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from seedpool.algos.sac import SACConfig, SACLearner
 from seedpool.experiment import RunResult
+from seedpool.experiment.training import Training
 from seedpool.models.continuous import ContinuousModelConfig
-from seedpool.trainers.offpolicy import ALL_CORES, ContinuousTrainConfig, train_continuous
+from seedpool.trainers.offpolicy import ALL_CORES, ContinuousTrainConfig, build_continuous
 
 
 @dataclass
@@ -19,11 +20,16 @@ class SACTrainConfig(ContinuousTrainConfig):
 
 def train_sac(cfg: SACTrainConfig) -> RunResult:
     """Train SAC as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
-    return train_continuous(
+    return build_sac(cfg).train()
+
+
+def build_sac(cfg: SACTrainConfig) -> Training:
+    """The run ``train_sac`` trains, built and ready to advance (see `Training`)."""
+    return build_continuous(
         cfg, "sac", cfg.sac, stochastic=True,
         make_learner=lambda agent, action_dim, device, precision: SACLearner(
             agent, cfg.sac, action_dim, cfg.total_timesteps, device, precision),
-        explore=lambda agent, obs, generator: agent.unit_action(obs, generator=generator))
+        explore=lambda unit_action, obs, generator: unit_action(obs, generator=generator))
 
 
 def sac_defaults(env_id: str) -> SACTrainConfig:

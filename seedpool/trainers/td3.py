@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from seedpool.algos.td3 import TD3Config, TD3Learner, exploration_actions
 from seedpool.experiment import RunResult
+from seedpool.experiment.training import Training
 from seedpool.models.continuous import ContinuousModelConfig
-from seedpool.trainers.offpolicy import ALL_CORES, ContinuousTrainConfig, train_continuous
+from seedpool.trainers.offpolicy import ALL_CORES, ContinuousTrainConfig, build_continuous
 
 
 @dataclass
@@ -19,14 +20,19 @@ class TD3TrainConfig(ContinuousTrainConfig):
 
 
 def train_td3(cfg: TD3TrainConfig) -> RunResult:
-    """Train TD3 (or DDPG) as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
+    """Train TD3 as configured (or continue ``cfg.resume``); returns the run's headline numbers."""
+    return build_td3(cfg).train()
+
+
+def build_td3(cfg: TD3TrainConfig) -> Training:
+    """The run ``train_td3`` trains, built and ready to advance (see `Training`)."""
     s = cfg.td3
-    return train_continuous(
+    return build_continuous(
         cfg, "td3", s, stochastic=False,
         make_learner=lambda agent, action_dim, device, precision: TD3Learner(
             agent, s, cfg.total_timesteps, device, precision),
-        explore=lambda agent, obs, generator: exploration_actions(agent.unit_action(obs), s.exploration_noise,
-                                                                   generator))
+        explore=lambda unit_action, obs, generator: exploration_actions(unit_action(obs), s.exploration_noise,
+                                                                         generator))
 
 
 def td3_defaults(env_id: str) -> TD3TrainConfig:
