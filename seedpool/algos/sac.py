@@ -12,34 +12,36 @@ every ``policy_frequency`` of them, as many actor (and temperature) steps, as Cl
 the critics' targets follow by Polyak averaging. With ``policy_frequency`` 1 and
 ``joint_update`` (the defaults) both losses read the networks as they were before the step,
 as in the SAC authors' implementation, and come from one pass over the minibatch; without it
-the actor's loss reads the critics after their step (SB3's and CleanRL's order). In float32 the
-gradients are computed by hand
-(`seedpool.algos.offpolicy_gradients`, the same as autograd's); bf16 goes through autograd.
+the actor's loss reads the critics after their step (SB3's and CleanRL's order). The autograd
+code here is the reference; by default the gradients are computed by hand
+(`seedpool.kernels.sac_gradients`: the same as autograd's, with bf16 products under ``bf16``).
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import torch
 
+import seedpool.kernels as kernels
 from seedpool.algos.gradient import GradientStep, Precision
-from seedpool.algos.learner import GradientLearner
+from seedpool.algos.learner import GradientLearner, set_learning_rate
 from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
-from seedpool.algos.offpolicy_gradients import SACGradients
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
-from seedpool.models.precision import product_dtype
 
 
 @dataclass
 class SACConfig(OffPolicyConfig):
     """SAC's hyperparameters (CleanRL's names and defaults, SB3's delay-free actor by default)."""
+
+    LIVE: ClassVar[tuple[str, ...]] = ("policy_lr", "q_lr", "tau")
+    """Fields the learner reads at every update: `Training.set_hyperparameters` may change them."""
 
     policy_lr: float = 3e-4
     """Adam learning rate of the actor (and of the temperature)."""
@@ -97,7 +99,9 @@ class SACLearner(GradientLearner):
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
         self.cfg = cfg
         self._actor_metrics: dict[str, float] = {}
-        self.by_hand = SACGradients(agent, self.target.net, product_dtype(precision)) if cfg.hand_gradients else None
+        # The hand-written gradients, asked for once (None: autograd's, the reference above).
+        self.by_hand = kernels.sac_gradients(agent, self.target.net, (td_target, critic_loss), self.device, precision) \
+            if cfg.hand_gradients else None
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -109,6 +113,10 @@ class SACLearner(GradientLearner):
         NonFiniteLossError before touching the parameters of the network whose loss went bad."""
         data = batch_tensors(batch, self.device)
         data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
+        # Set at every step, so that a changed rate (`Training.set_hyperparameters`) acts.
+        set_learning_rate(self.optimizer, self.cfg.q_lr)
+        set_learning_rate(self.actor_optimizer, self.cfg.policy_lr)
+        set_learning_rate(self.alpha_optimizer, self.cfg.policy_lr)
         if self.cfg.joint_update and self.cfg.policy_frequency == 1:
             loss, q, grad_norm = self.joint_step(data, env_steps)
         else:

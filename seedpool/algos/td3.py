@@ -7,33 +7,37 @@ policy updates), and the target actor and critics follow by Polyak averaging at 
 Acting adds ``N(0, exploration_noise^2)`` to the actor's unit action (`exploration_actions`).
 
 DDPG is ``--td3.policy-noise 0 --td3.policy-frequency 1 --model.num-critics 1``: one critic,
-no smoothing, an actor step after every critic step. In float32 the gradients are computed by
-hand (`seedpool.algos.offpolicy_gradients`, the same as autograd's); bf16 goes through autograd.
+no smoothing, an actor step after every critic step. The autograd code here is the reference;
+by default the gradients are computed by hand (`seedpool.kernels.td3_gradients`: the same as
+autograd's, with bf16 products under ``bf16``).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import torch
 
+import seedpool.kernels as kernels
 from seedpool.algos.gradient import GradientStep, Precision
-from seedpool.algos.learner import GradientLearner
+from seedpool.algos.learner import GradientLearner, set_learning_rate
 from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
-from seedpool.algos.offpolicy_gradients import TD3Gradients
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.errors import ConfigError
 from seedpool.models.continuous import ContinuousAgent
 from seedpool.models.flat import flatten_parameters
-from seedpool.models.precision import product_dtype
 
 
 @dataclass
 class TD3Config(OffPolicyConfig):
     """TD3's hyperparameters (CleanRL's names and defaults)."""
+
+    LIVE: ClassVar[tuple[str, ...]] = ("learning_rate", "tau", "policy_noise", "noise_clip",
+                                       "exploration_noise")
+    """Fields read at every update or action: `Training.set_hyperparameters` may change them."""
 
     learning_rate: float = 3e-4
     """Adam learning rate of the actor and the critics."""
@@ -87,7 +91,9 @@ class TD3Learner(GradientLearner):
         self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "TD3 actor", precision)
         self.cfg = cfg
         self._actor_metrics: dict[str, float] = {}
-        self.by_hand = TD3Gradients(agent, self.target_critic.net, self._next_actions, product_dtype(precision)) \
+        # The hand-written gradients, asked for once (None: autograd's, the reference above).
+        self.by_hand = kernels.td3_gradients(agent, self.target_critic.net, self._next_actions,
+                                             (td_target, critic_loss), self.device, precision) \
             if cfg.hand_gradients else None
 
     def _next_actions(self, next_obs: torch.Tensor) -> torch.Tensor:
@@ -100,6 +106,9 @@ class TD3Learner(GradientLearner):
         data = batch_tensors(batch, self.device)
         data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
         agent, cfg = self.model, self.cfg
+        # Set at every step, so that a changed rate (`Training.set_hyperparameters`) acts.
+        set_learning_rate(self.optimizer, cfg.learning_rate)
+        set_learning_rate(self.actor_optimizer, cfg.learning_rate)
         if self.by_hand is not None:
             started = time.perf_counter()
             data["obs"], data["next_obs"] = data["obs"].flatten(1).float(), data["next_obs"].flatten(1).float()
