@@ -20,13 +20,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from seedpool import kernels
 from seedpool.actors.actions import env_actions
 from seedpool.actors.episodes import EpisodeTracker
 from seedpool.actors.memory import PolicyMemory
 from seedpool.errors import ConfigError
 from seedpool.models.precision import Precision, autocast
 from seedpool.timing import PhaseTimer
-from seedpool.models import mlp_act
 from seedpool.models.base import ActorCritic
 from seedpool.models.recurrent import is_recurrent
 from seedpool.records import Episode, Rollout
@@ -83,8 +83,8 @@ class SyncSampler:
                                     pool.single_action_space, device,
                                     None if self.memory is None else self.memory.state)
         self._host = _HostViews(self.buf) if torch.device(device).type == "cpu" else None
-        # A small categorical MLP acts in one compiled call instead of torch's operators.
-        self._compiled = mlp_act.CompiledMLPAct(policy) if mlp_act.supports(policy, device, precision) else None
+        # The fast path that fits the policy (a small categorical MLP: one compiled call), or None.
+        self._compiled = kernels.acting(policy, device, precision)
         self.env_steps = 0
         self._action_dtype = np.int64 if isinstance(pool.single_action_space, gym.spaces.Discrete) else np.float32
         self.next_obs: np.ndarray | None = None

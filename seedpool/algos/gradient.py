@@ -29,44 +29,10 @@ import time
 
 import torch
 
+import seedpool.kernels as kernels
 from seedpool.errors import ConfigError
 from seedpool.models.flat import clip_grad_norm, zero_grads
 from seedpool.models.precision import PRECISIONS, Precision, autocast
-
-
-def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
-    """``optimizer.step()``; a fused Adam whose state exists calls its kernel directly.
-
-    torch's ``Optimizer.step`` wraps the kernel in Python: profiler hooks, a gradient-mode
-    switch, a loop over the parameters to find their state, a regrouping by device and dtype.
-    For one flat parameter that is ~130 us of a ~200 us step on a 2-core CPU (the kernel
-    ~70 us), paid by every critic, actor and temperature step of the off-policy learners.
-    Here the same two operations run (the step counts' increment, then ``_fused_adam_``) on the
-    same state tensors, so checkpoints and ``load_state_dict`` see no difference; anything else
-    (the first step, which creates the state; AMSGrad, AdamW, a tensor learning rate, mixed
-    devices or dtypes, a parameter without gradient) takes torch's own ``step``."""
-    if type(optimizer) is not torch.optim.Adam:
-        optimizer.step()
-        return
-    groups = []
-    for group in optimizer.param_groups:
-        params = group["params"]
-        states = [optimizer.state.get(p) for p in params]
-        if (not group.get("fused") or group["amsgrad"] or group.get("capturable") or group.get("differentiable")
-                or group.get("decoupled_weight_decay") or isinstance(group["lr"], torch.Tensor)
-                or not all(states) or any(p.grad is None for p in params)
-                or len({(p.device, p.dtype) for p in params}) > 1):
-            optimizer.step()
-            return
-        groups.append((group, params, states))
-    for group, params, states in groups:
-        steps = [s["step"] for s in states]
-        torch._foreach_add_(steps, 1)
-        beta1, beta2 = group["betas"]
-        torch._fused_adam_(params, [p.grad for p in params], [s["exp_avg"] for s in states],
-                           [s["exp_avg_sq"] for s in states], [], steps, amsgrad=False, lr=group["lr"], beta1=beta1,
-                           beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
-                           maximize=group["maximize"], grad_scale=None, found_inf=None)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -88,6 +54,9 @@ class GradientStep:
         if precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.optimizer = optimizer
+        # Asked for once: a fused Adam's kernel called directly, else optimizer.step (both read
+        # the learning rate and the other settings from the param groups at every step).
+        self._optimizer_step = kernels.optimizer_step(optimizer)
         self.params = [p for group in optimizer.param_groups for p in group["params"]]
         self.max_grad_norm = float("inf") if max_grad_norm is None else float(max_grad_norm)
         self.name = name
@@ -111,14 +80,14 @@ class GradientStep:
 
     def apply(self, loss: torch.Tensor, version: int, started: float) -> torch.Tensor:
         """Clip, check and step on gradients already in the parameters' ``.grad``: the rest of
-        `__call__`, for learners that compute gradients by hand (`seedpool.algos.offpolicy_gradients`).
+        `__call__`, for learners that compute gradients by hand (`seedpool.kernels.offpolicy_gradients`).
 
         ``started`` is the `time.perf_counter` reading when the gradient computation began
         (counted as backward time); returns the gradient norm before clipping."""
         start, mid = started, time.perf_counter()
         norm = clip_grad_norm(self.params, self.max_grad_norm)
         self.check(loss.detach(), norm, version)
-        optimizer_step(self.optimizer)
+        self._optimizer_step()
         self.steps += 1
         end = time.perf_counter()
         self._seconds["backward"] += mid - start

@@ -50,7 +50,7 @@ class OffPolicyConfig:
     max_grad_norm: float | None = None
     """Clip each network's global gradient norm to this value (None: no clipping, as the papers)."""
     hand_gradients: bool = True
-    """Compute the gradients by hand (`seedpool.algos.offpolicy_gradients`: the same gradients as
+    """Compute the gradients by hand (`seedpool.kernels.offpolicy_gradients`: the same gradients as
     autograd's, without its per-operation cost; bf16 products as autocast's); False: autograd."""
 
 

@@ -8,7 +8,7 @@ T steps (resetting where ``first`` is set, exactly as it acted), and the PPO obj
 (`seedpool.algos.ppo.ppo_objective`) is taken over the valid steps. Shuffling steps would
 cut the sequences the state runs along, so only env columns are shuffled.
 
-The NumPy kernel of `seedpool.algos.ppo_numpy` is for feed-forward MLPs; this path always
+The NumPy kernel of `seedpool.kernels.ppo_numpy` is for feed-forward MLPs; this path always
 takes autograd's gradient through the learner's `GradientStep`.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from seedpool.algos.gradient import GradientStep
-from seedpool.algos.ppo import PPOConfig, explained_variance, ppo_objective
+from seedpool.algos.ppo_objective import PPOConfig, explained_variance, ppo_objective
 from seedpool.algos.returns import gae
 from seedpool.errors import ConfigError
 from seedpool.models.recurrent import RecurrentActorCritic

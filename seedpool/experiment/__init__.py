@@ -11,7 +11,6 @@ import numpy as np
 import torch
 
 from seedpool.errors import ConfigError
-from seedpool.experiment.allocator import keep_freed_memory
 from seedpool.experiment.checkpoint import (
     CheckpointError, load_checkpoint, rng_state, save_checkpoint, set_rng_state,
 )
@@ -19,6 +18,7 @@ from seedpool.experiment.config import RunConfig, config_from_dict, config_to_di
 from seedpool.experiment.run import (
     CHECKPOINT_FILE, CONFIG_FILE, Run, RunDirError, RunResult, read_run_config,
 )
+from seedpool.kernels import keep_freed_memory
 
 __all__ = [
     "CHECKPOINT_FILE", "CONFIG_FILE", "CheckpointError", "Run", "RunConfig", "RunDirError", "RunResult",
@@ -29,7 +29,7 @@ __all__ = [
 
 def setup_torch(seed: int, threads: int, device: str) -> str:
     """Seed every global generator, set torch's CPU threads, keep freed memory for reuse
-    (`allocator.keep_freed_memory`), and resolve "auto" to a device."""
+    (`seedpool.kernels.keep_freed_memory`), and resolve "auto" to a device."""
     keep_freed_memory()
     random.seed(seed)
     np.random.seed(seed)

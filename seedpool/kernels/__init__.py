@@ -82,20 +82,22 @@ def ppo_update(policy, optimizer: torch.optim.Optimizer, device: str | torch.dev
     return ppo_numpy.NumpyPPOStep(policy, optimizer)
 
 
-def sac_gradients(agent, target_critic: torch.nn.Module, device: str | torch.device,
-                  precision: str) -> SACGradients | None:
+def sac_gradients(agent, target_critic: torch.nn.Module, reference: tuple[Callable, Callable],
+                  device: str | torch.device, precision: str) -> SACGradients | None:
     """SAC's hand-written critic and actor gradients (products in the precision's dtype), or None
-    when the actor is not an MLP of Linear layers with one ReLU or Tanh between them."""
+    when the actor is not an MLP of Linear layers with one ReLU or Tanh between them.
+    ``reference``: the plain ``(td_target, critic_loss)`` of the learner's autograd path."""
     from seedpool.kernels import offpolicy_gradients as grads
     from seedpool.models.precision import product_dtype
 
     if not _by_hand(agent):
         return None
-    return grads.SACGradients(agent, target_critic, product_dtype(precision))
+    return grads.SACGradients(agent, target_critic, grads.Reference(*reference), product_dtype(precision))
 
 
 def td3_gradients(agent, target_critic: torch.nn.Module, next_actions: Callable[[torch.Tensor], torch.Tensor],
-                  device: str | torch.device, precision: str) -> TD3Gradients | None:
+                  reference: tuple[Callable, Callable], device: str | torch.device,
+                  precision: str) -> TD3Gradients | None:
     """TD3's (and DDPG's) hand-written gradients, or None (as `sac_gradients`); ``next_actions``
     gives the target actor's smoothed actions, reading the learner's config at each call."""
     from seedpool.kernels import offpolicy_gradients as grads
@@ -103,7 +105,8 @@ def td3_gradients(agent, target_critic: torch.nn.Module, next_actions: Callable[
 
     if not _by_hand(agent):
         return None
-    return grads.TD3Gradients(agent, target_critic, next_actions, product_dtype(precision))
+    return grads.TD3Gradients(agent, target_critic, next_actions, grads.Reference(*reference),
+                              product_dtype(precision))
 
 
 def _by_hand(agent) -> bool:

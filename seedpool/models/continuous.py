@@ -25,7 +25,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from seedpool.errors import ConfigError
-from seedpool.models.mlp_grad import Layers, linear_layers, numpy_forward
 from seedpool.models.normalize import RunningNorm
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
@@ -214,7 +213,6 @@ class ContinuousAgent(nn.Module):
         self.critic = TwinQ(obs_dim + action_dim, hidden, cfg.num_critics, cfg.activation)
         self.stochastic = stochastic
         self.obs_norm = RunningNorm(tuple(obs_space.shape)) if cfg.obs_norm else None
-        self._acting_layers: Layers | None | bool = None  # found on the first NumPy act (`_numpy_layers`)
 
     def normalize(self, obs: torch.Tensor) -> torch.Tensor:
         """Observations as the networks read them (standardised with ``obs_norm``, else as they are)."""
@@ -230,9 +228,6 @@ class ContinuousAgent(nn.Module):
         """The policy's unit actions ``[B, A]`` for raw observations (a deterministic actor's are its
         own; exploration noise is acting's)."""
         obs = self.normalize(obs)
-        layers = self._numpy_layers(obs)
-        if layers is not None:
-            return torch.from_numpy(self._numpy_unit_action(layers, obs, deterministic, generator))
         if not self.stochastic:
             return self.actor(obs)
         # The draw of `SquashedGaussianActor.sample`, without the log-probability acting has no use for.
@@ -240,35 +235,6 @@ class ContinuousAgent(nn.Module):
         if deterministic:
             return torch.tanh(mean)
         return torch.tanh(mean + log_std.exp() * torch.randn(mean.shape, generator=generator, device=mean.device))
-
-    def _numpy_layers(self, obs: torch.Tensor) -> Layers | None:
-        """The actor's layers when acting can run in NumPy (CPU, float32 weights, no autocast, an
-        MLP `linear_layers` reads), else None."""
-        if obs.device.type != "cpu" or torch.is_autocast_enabled("cpu"):
-            return None
-        if self._acting_layers is None:
-            try:
-                self._acting_layers = linear_layers(self.actor.net)
-            except ValueError:
-                self._acting_layers = False
-        layers = self._acting_layers
-        if not layers or any(m.weight.dtype != torch.float32 or m.weight.device.type != "cpu" for m in layers[0]):
-            return None
-        return layers
-
-    def _numpy_unit_action(self, layers: Layers, obs: torch.Tensor, deterministic: bool,
-                           generator: torch.Generator | None) -> np.ndarray:
-        """`unit_action` in NumPy: one env's row costs tens of microseconds instead of a dozen torch ops'
-        ~10-30 us each. The noise is still torch's draw from ``generator`` (reproducible runs)."""
-        out = numpy_forward(layers, obs.flatten(1).float().numpy())
-        if not self.stochastic:
-            return np.tanh(out)
-        mean, raw = np.split(out, 2, axis=1)
-        if deterministic:
-            return np.tanh(mean)
-        log_std = log_std_of(np.tanh(raw))
-        noise = torch.randn(mean.shape, generator=generator).numpy()
-        return np.tanh(mean + np.exp(log_std) * noise)
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, None, None]:
         """Env actions ``[B, A]`` in the Box's bounds (the face evaluation uses)."""

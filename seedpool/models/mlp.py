@@ -104,7 +104,7 @@ class MLPActorCritic(ActorCritic):
         ``forward(obs)`` is exactly, per network from ``x = self.features(obs)``:
         ``x = act(x @ w.T + b)`` for each layer but the last, then ``x @ w.T + b``. The
         tensors are the module's parameters themselves, not copies: a fast path (the NumPy
-        PPO step in ``seedpool.algos.ppo_numpy``) reads and trains them in place. Ask again
+        PPO step in ``seedpool.kernels.ppo_numpy``) reads and trains them in place. Ask again
         after ``.to()``, which may replace them.
         """
         return MLPLayers(tuple(self._pi_layers), tuple(self._vf_layers), self.activation)

@@ -1,33 +1,34 @@
 """PPO gradient steps in NumPy for small MLP actor-critics with a discrete action head.
 
-On a CPU, a 64-wide MLP on a 256-row minibatch is limited by torch's per-operation
-overhead (autograd, dispatch, optimizer bookkeeping), not by arithmetic. This module runs
-the same step, forward, :func:`seedpool.algos.ppo.ppo_loss`, a hand-derived backward,
-global grad-norm clipping and Adam, as a few dozen NumPy calls. It works in place on NumPy
-views of the tensors :meth:`MLPActorCritic.linear_layers` exposes, their gradients and Adam's
-state (``exp_avg``, ``exp_avg_sq``, ``step``), so checkpoints, inference and resuming see
-exactly what the torch path leaves. ``tests/test_ppo_numpy.py`` holds it to torch's results;
-``benchmarks/ppo_numpy_update.py`` measures what it saves.
+On a CPU, a 64-wide MLP on a 256-row minibatch is limited by torch's per-operation overhead
+(autograd, dispatch, optimizer bookkeeping), not by arithmetic. This module runs the same step,
+forward, the objective of :func:`seedpool.algos.ppo.ppo_loss`, a hand-derived backward, global
+grad-norm clipping and Adam, as a few dozen NumPy calls. It works in place on NumPy views of the
+tensors :meth:`MLPActorCritic.linear_layers` exposes, their gradients and Adam's state
+(``exp_avg``, ``exp_avg_sq``, ``step``), so checkpoints, inference and resuming see exactly what
+the torch path leaves. Every hyperparameter is read when a step runs: the config's coefficients
+(``ent_coef``, ``vf_coef``, ``max_grad_norm``, ...) from the config handed to `numpy_step_fn` for
+this update, Adam's ``lr``, ``betas`` and ``eps`` from the optimizer's param group. Learners reach
+it through `seedpool.kernels.ppo_update`; ``tests/test_ppo_numpy.py`` holds it to torch's
+results and ``benchmarks/ppo_numpy_update.py`` measures what it saves
+(``benchmarks/results/ppo_numpy_update.md``).
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
-import threading
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
 from numba import njit
-from threadpoolctl import ThreadpoolController
 
+from seedpool.kernels import blas
 from seedpool.models.distributions import CategoricalHead
 from seedpool.models.mlp import Linear, MLPActorCritic
 
-if TYPE_CHECKING:
-    from seedpool.algos.ppo import PPOBatch, PPOConfig
+# What `bind` is handed: `seedpool.algos.ppo_objective`'s PPOBatch and PPOConfig, whose fields
+# alone it reads (kernels sit below algos and import nothing from it: docs/architecture.md).
+PPOBatch = PPOConfig = Any
 
 # One gradient step over rows ``idx`` of the batch (None: all rows); returns statistics.
 StepFn = Callable[[torch.Tensor | None, bool, bool], dict[str, torch.Tensor]]
@@ -41,7 +42,7 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
     ``check(grad_norm)`` runs between the backward pass and Adam (the learner's
     `GradientStep.check`: it raises on a non-finite gradient before any parameter changes).
     """
-    if not _supported(policy, optimizer):
+    if not supported(policy, optimizer):
         return None
     layers = policy.linear_layers()
     slots = _adam_slots(policy, optimizer, [*layers.policy, *layers.value])
@@ -50,11 +51,10 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
     pi, vf = _layers(layers.policy), _layers(layers.value)
     relu = layers.activation == "relu"
     data = _as_numpy(batch, policy)
-    group = optimizer.param_groups[0]
 
     def step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
         # NaN/inf in the data surfaces as the checked gradient norm, not as NumPy warnings.
-        with _one_blas_thread(), np.errstate(invalid="ignore", over="ignore"):
+        with blas.one_blas_thread(), np.errstate(invalid="ignore", over="ignore"):
             return _step(idx, normalized, with_stats)
 
     def _step(idx: torch.Tensor | None, normalized: bool, with_stats: bool) -> dict[str, torch.Tensor]:
@@ -64,8 +64,8 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
         if (normalized or not cfg.norm_adv) and not with_stats:
             # The common step (no statistics, advantages as given): the policy term's gradient in
             # one compiled pass over the rows instead of ~25 NumPy calls.
-            dlogits = _policy_grads(pi_acts[-1], mb[1], mb[2], mb[4], -1.0 if clip is None else clip,
-                                    cfg.ent_coef)
+            dlogits = _policy_grads(pi_acts[-1], mb[1], mb[2], mb[4], -1.0 if clip is None else float(clip),
+                                    float(cfg.ent_coef))
             _, dvalue = _value_loss_grad(vf_acts[-1][:, 0], mb[3], mb[5], cfg, clip)
             stats = {}
         else:
@@ -76,50 +76,29 @@ def numpy_step_fn(policy, optimizer, batch: PPOBatch, cfg: PPOConfig, clip: floa
         norm = _clip_grad_norm([s[1] for s in slots], cfg.max_grad_norm)
         if check is not None:
             check(norm)
-        _adam(slots, group)
+        _adam(slots, optimizer.param_groups[0])  # lr, betas, eps as the optimizer holds them now
         return {k: torch.tensor(v) for k, v in stats.items()}
 
     return step
 
 
-def _one_blas_thread() -> AbstractContextManager:
-    """Limit NumPy's BLAS to one thread meanwhile (restored on exit); a no-op inside another
-    such limit (`update_scope` holds one around a whole update, so each step needs none).
+class NumpyPPOStep:
+    """The NumPy step for one policy and its optimizer (what `seedpool.kernels.ppo_update` returns):
+    `bind` makes each update's step, `scope` is held around the update's steps."""
 
-    On 64-wide layers a second BLAS thread only adds synchronisation, and when the other
-    cores are busy its spinning makes a step far slower (the "BLAS not limited" row of
-    benchmarks/ppo_numpy_update.py).
-    """
-    return contextlib.nullcontext() if getattr(_blas_state, "limited", False) else _limit_blas()
+    def __init__(self, policy, optimizer) -> None:
+        self.policy, self.optimizer = policy, optimizer
+        load_kernels()  # compiled (or loaded from numba's cache) at build, not in the first update
 
+    def bind(self, batch: PPOBatch, cfg: PPOConfig, clip: float | None,
+             check: Callable[[float], None] | None = None) -> StepFn | None:
+        """The step over rows of ``batch`` for this update, reading ``cfg`` and the optimizer's
+        param group at every step; None when the policy or optimizer no longer fits."""
+        return numpy_step_fn(self.policy, self.optimizer, batch, cfg, clip, check)
 
-_blas_state = threading.local()
-
-
-@contextlib.contextmanager
-def _limit_blas():
-    _blas_state.limited = True
-    try:
-        with _blas_libraries().limit(limits=1):
-            yield
-    finally:
-        _blas_state.limited = False
-
-
-def update_scope() -> AbstractContextManager:
-    """The BLAS limit held once around every step of an update (setting and restoring it per
-    step cost ~15 us of a ~0.4 ms CartPole step)."""
-    return _one_blas_thread()
-
-
-@functools.lru_cache(maxsize=1)
-def _blas_libraries() -> ThreadpoolController:
-    """The BLAS libraries loaded in this process (NumPy's among them), found once.
-
-    ``threadpool_limits`` would search the loaded libraries on every call, which costs
-    more than a gradient step; a kept controller's ``limit`` costs a small fraction of one.
-    """
-    return ThreadpoolController().select(user_api="blas")
+    def scope(self):
+        """The context held around all steps of one update (NumPy's BLAS on one thread)."""
+        return blas.update_scope()
 
 
 def _adam_slots(policy, optimizer, layers: list[Linear]) -> list[tuple[np.ndarray, ...]] | None:
@@ -138,7 +117,7 @@ def _adam_slots(policy, optimizer, layers: list[Linear]) -> list[tuple[np.ndarra
     return [(_np(p), _np(p.grad), *_adam_state(optimizer, p)) for p in opt_params]
 
 
-def _supported(policy, optimizer) -> bool:
+def supported(policy, optimizer) -> bool:
     """A float32 CPU MLP with a categorical head, trained by plain torch Adam in one group."""
     # Exactly the MLP: a subclass may compute forward() differently from its linear_layers().
     if type(policy) is not MLPActorCritic or policy.continuous or not isinstance(policy.head, CategoricalHead):

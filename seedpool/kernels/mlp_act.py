@@ -1,8 +1,9 @@
 """Acting with a small categorical MLP policy in one compiled call.
 
 A CartPole-sized policy (two 64-wide MLPs, 8 envs) does a few microseconds of arithmetic per
-step, but torch spends ~80 us on it: a dozen operator dispatches, a log-softmax, a multinomial
-draw. In PPO on a native env family that was a fifth of the run (issue 19's profile). Here the
+step, and torch's fixed cost per call (a dozen operator dispatches, a log-softmax, a multinomial
+draw) is many times that: on a native env family, a large share of a PPO run
+(``benchmarks/results/against_ba7f7ed_ppo.md`` measures the runs with this path). Here the
 same forward, log-softmax and draw run as one numba loop over the rows, on a copy of the
 weights that the sampler refreshes at the start of every rollout (between PPO's updates; a
 copy of a few thousand floats).
@@ -11,7 +12,7 @@ The draw stays on torch's generator: one ``torch.rand(B)`` per call, turned into
 the inverse of the categorical CDF. A run is then still reproducible from its seed and resumes
 exactly from a checkpoint (which saves torch's RNG state), and the actions follow the same
 distribution as `CategoricalHead.sample_log_prob`'s (tests/test_mlp_act.py), though not the
-same draws.
+same draws. Samplers reach it through `seedpool.kernels.acting`.
 """
 from __future__ import annotations
 

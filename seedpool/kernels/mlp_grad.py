@@ -26,7 +26,6 @@ The arithmetic of autocast without its graph and casts per operation.
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -72,22 +71,6 @@ def mlp_forward(layers: Layers, x: torch.Tensor, dtype: torch.dtype = torch.floa
     return _as(x, torch.float32), inputs
 
 
-def numpy_forward(layers: Layers, x: np.ndarray) -> np.ndarray:
-    """The MLP on float32 rows ``x`` in NumPy, reading a CPU float32 MLP's parameters in place:
-    for acting on a few rows, where each torch operation's fixed cost (~10-30 us on a CPU) is
-    most of the work. The same arithmetic as `mlp_forward`, to float32 rounding."""
-    linears, act = layers
-    for i, layer in enumerate(linears):
-        x = x @ layer.weight.detach().numpy().T
-        x += layer.bias.detach().numpy()
-        if i < len(linears) - 1:
-            if act is nn.ReLU:
-                np.maximum(x, 0.0, out=x)
-            else:
-                np.tanh(x, out=x)
-    return x
-
-
 def mlp_backward(layers: Layers, inputs: list[torch.Tensor], grad_out: torch.Tensor,
                  weights: bool = True) -> torch.Tensor | None:
     """Backpropagate ``grad_out`` (the gradient of the loss w.r.t. the MLP's output) through it.
@@ -131,7 +114,7 @@ def twinq_forward(critic: nn.Module, x: torch.Tensor, num_critics: int | None = 
         inputs.append(h)
         h = _FORWARD[act](torch.baddbmm(_as(b, dtype), h, _as(w, dtype)))
     inputs.append(h)
-    # One output column: multiply and sum beats a batched product with N = 1 (~4x here). It is
+    # One output column: multiply and sum is cheaper than a batched product with N = 1. It is
     # float32 whatever ``dtype`` (bf16 times float32 gives float32), as `TwinQ` computes it.
     return (h * weights[-1].transpose(1, 2)).sum(-1) + biases[-1].squeeze(-1), inputs
 

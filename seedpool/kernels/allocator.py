@@ -5,10 +5,9 @@ float32 is 29 MB, each activation of the Nature CNN several MB. glibc serves an 
 its mmap threshold with a fresh mapping and hands freed memory above its trim threshold back to
 the kernel, so such a tensor is page-faulted in again every time it is allocated. glibc raises
 its threshold to the largest mapped block freed so far, so a process settles into one of several
-states depending on the order of its first frees: the float32 PPO update on Pong of commit
-32f471f took 950-1,040 ms in some processes and 1,190-1,420 ms in others on the same machine
-(2 threads, AVX-512 Zen 5; with these settings 930-1,040 in every one). Today's bf16 update
-moves less memory and gains less: 515-545 ms against 534-612.
+states depending on the order of its first frees, and one process's learner can be markedly
+slower than another's on the same machine (``benchmarks/results/learner_speed_zen5.md`` against
+``learner_speed_zen5_same_allocator.md``; ``benchmarks/learner_speed.py`` explains the method).
 
 :func:`keep_freed_memory` fixes the thresholds (blocks up to 32 MB come from the heap, and up to
 1 GB of freed heap stays mapped), which is what the variables of :func:`environment` do for a

@@ -1,8 +1,12 @@
-"""SAC's and TD3's losses and their gradients written out (`seedpool.models.mlp_grad`).
+"""SAC's and TD3's losses and their gradients written out (`seedpool.kernels.mlp_grad`).
 
-`SACLearner` and `TD3Learner` compute the same update two ways: autograd and, by default,
-this module, which writes the critics' and the actor's gradients by hand and leaves the clip,
-check and optimizer step to the learner's `GradientStep`. Both draw the same noise in the same
+`SACLearner` and `TD3Learner` compute the same update two ways: autograd (the reference, in
+`seedpool.algos.sac` and `seedpool.algos.td3`) and, by default, this module, reached through
+`seedpool.kernels.sac_gradients` and `seedpool.kernels.td3_gradients`, which writes the critics'
+and the actor's gradients by hand and leaves the clip, check and optimizer step to the learner's
+`GradientStep`. Nothing here holds a hyperparameter: the temperature comes with each call, TD3's
+smoothing from the learner's ``next_actions`` (its current config), the learning rates from the
+optimizers at their step. Both draw the same noise in the same
 order, so on the same batch they agree to float32 rounding (`tests/test_offpolicy_gradients.py`).
 With ``dtype=torch.bfloat16`` (``--precision bf16``) the networks' products run in bf16 as
 under autocast, and everything between them (the squash, log-probabilities, targets, losses)
@@ -30,27 +34,35 @@ and the second half's to the action, which the actor's backward takes from there
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 import torch
 from torch import nn
 
-from seedpool.algos.offpolicy import critic_loss, td_target
 from seedpool.models.continuous import (
     LOG_STD_MAX, LOG_STD_MIN, ContinuousAgent, squashed_gaussian, squashed_log_std,
 )
-from seedpool.models.mlp_grad import linear_layers, mlp_backward, mlp_forward, twinq_backward, twinq_forward
+from seedpool.kernels.mlp_grad import linear_layers, mlp_backward, mlp_forward, twinq_backward, twinq_forward
 
 _HALF_RANGE = 0.5 * (LOG_STD_MAX - LOG_STD_MIN)
 
 
-def critic_gradients(critic: nn.Module, data: Mapping[str, torch.Tensor], y: torch.Tensor,
+class Reference(NamedTuple):
+    """The plain functions the hand-written updates share with autograd's (`seedpool.algos.offpolicy`'s
+    ``td_target`` and ``critic_loss``), handed in by the learner so that the targets and loss values
+    are computed once, in one place."""
+
+    td_target: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+    critic_loss: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor]
+
+
+def critic_gradients(critic: nn.Module, data: Mapping[str, torch.Tensor], y: torch.Tensor, reference: Reference,
                      dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """Write the critics' gradients of their (IS-weighted) squared TD errors toward ``y`` into
     their ``.grad``; returns ``(loss, q [K, n])``; ``dtype``: the products'."""
     q, inputs = twinq_forward(critic, torch.cat([data["obs"], data["action"]], dim=-1), dtype=dtype)
     twinq_backward(critic, inputs, _td_grad(q, y, data.get("weights"), torch.empty_like(q)))
-    return critic_loss(q, y, data.get("weights")), q
+    return reference.critic_loss(q, y, data.get("weights")), q
 
 
 def _td_grad(q: torch.Tensor, y: torch.Tensor, weights: torch.Tensor | None, out: torch.Tensor) -> torch.Tensor:
@@ -66,9 +78,10 @@ def _normal(like: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
 
 class _ByHand:
     """What both algorithms' hand-written gradients hold: the agent, its actor's input width and
-    the dtype of the networks' products."""
+    the dtype of the networks' products, and the plain functions they share with autograd's path."""
 
-    def __init__(self, agent: ContinuousAgent, dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, agent: ContinuousAgent, reference: Reference, dtype: torch.dtype = torch.float32) -> None:
+        self.reference = reference
         self.actor_layers = linear_layers(agent.actor.net)  # refuses what it cannot differentiate, at construction
         self.agent = agent
         self.obs_dim = agent.actor.net[0].in_features
@@ -79,8 +92,9 @@ class SACGradients(_ByHand):
     """SAC's critic and actor gradients (no autograd). ``data`` holds flat float32 ``obs`` and
     ``next_obs``, normalised as the networks read them."""
 
-    def __init__(self, agent: ContinuousAgent, target_critic: nn.Module, dtype: torch.dtype = torch.float32) -> None:
-        super().__init__(agent, dtype)
+    def __init__(self, agent: ContinuousAgent, target_critic: nn.Module, reference: Reference,
+                 dtype: torch.dtype = torch.float32) -> None:
+        super().__init__(agent, reference, dtype)
         self.target = target_critic
 
     def _policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[torch.Tensor]]:
@@ -100,8 +114,8 @@ class SACGradients(_ByHand):
         next_action, next_logp = squashed_gaussian(mean, log_std, _normal(mean, noise))
         next_q = twinq_forward(self.target, torch.cat([next_obs, next_action], dim=-1),
                                dtype=self.dtype)[0].min(dim=0).values
-        return critic_gradients(self.agent.critic, data, td_target(data["reward"], data["discount"],
-                                                                   next_q - alpha * next_logp), self.dtype)
+        y = self.reference.td_target(data["reward"], data["discount"], next_q - alpha * next_logp)
+        return critic_gradients(self.agent.critic, data, y, self.reference, self.dtype)
 
     @torch.no_grad()
     def actor(self, obs: torch.Tensor, alpha: torch.Tensor, noise: torch.Tensor | None = None
@@ -135,7 +149,7 @@ class SACGradients(_ByHand):
         action, logp = squashed_gaussian(mean, log_std, noise)
         next_q = twinq_forward(self.target, torch.cat([next_obs, action[:n]], dim=-1),
                                dtype=self.dtype)[0].min(dim=0).values
-        y = td_target(data["reward"], data["discount"], next_q - alpha * logp[:n])
+        y = self.reference.td_target(data["reward"], data["discount"], next_q - alpha * logp[:n])
         # The critics' rows: the replayed actions, then the policy's.
         rows = torch.cat([torch.cat([obs, obs]), torch.cat([data["action"], action[n:]])], dim=-1)
         q_both, critic_inputs = twinq_forward(self.agent.critic, rows, dtype=self.dtype)
@@ -148,7 +162,7 @@ class SACGradients(_ByHand):
         own = slice(n, None)  # the actor's loss reads the obs rows
         self._actor_backward([x[own] for x in inputs], grad_action, action[own], log_std[own], squashed[own],
                              noise[own], alpha)
-        return critic_loss(q, y, data.get("weights")), q, (alpha * logp[own] - q_min).mean(), logp[own]
+        return self.reference.critic_loss(q, y, data.get("weights")), q, (alpha * logp[own] - q_min).mean(), logp[own]
 
     def _actor_backward(self, inputs: list[torch.Tensor], grad_action: torch.Tensor, action: torch.Tensor,
                         log_std: torch.Tensor, squashed: torch.Tensor, noise: torch.Tensor, alpha: torch.Tensor) -> None:
@@ -165,8 +179,9 @@ class TD3Gradients(_ByHand):
     """TD3's (and DDPG's) critic and actor gradients (no autograd); ``data`` as `SACGradients`'."""
 
     def __init__(self, agent: ContinuousAgent, target_critic: nn.Module,
-                 next_actions: Callable[[torch.Tensor], torch.Tensor], dtype: torch.dtype = torch.float32) -> None:
-        super().__init__(agent, dtype)
+                 next_actions: Callable[[torch.Tensor], torch.Tensor], reference: Reference,
+                 dtype: torch.dtype = torch.float32) -> None:
+        super().__init__(agent, reference, dtype)
         self.target_critic = target_critic
         self.next_actions = next_actions  # the target actor's smoothed actions (`td3.smoothed_actions`)
 
@@ -177,8 +192,8 @@ class TD3Gradients(_ByHand):
         next_action = self.next_actions(next_obs)
         next_q = twinq_forward(self.target_critic, torch.cat([next_obs, next_action], dim=-1),
                                dtype=self.dtype)[0].min(dim=0).values
-        return critic_gradients(self.agent.critic, data, td_target(data["reward"], data["discount"], next_q),
-                                self.dtype)
+        y = self.reference.td_target(data["reward"], data["discount"], next_q)
+        return critic_gradients(self.agent.critic, data, y, self.reference, self.dtype)
 
     @torch.no_grad()
     def actor(self, obs: torch.Tensor) -> torch.Tensor:
