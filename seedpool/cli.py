@@ -47,6 +47,7 @@ class Trainer(NamedTuple):
     train: str  # config -> RunResult
     upgrade: str | None = None  # config dict of an older run folder -> today's option names
     renamed: str | None = None  # {(section, old name): new name}: old spellings still accepted on the command line
+    converted: str | None = None  # [Converted]: old options whose value converts (command line and run folders)
 
 
 TRAINERS: dict[str, Trainer] = {
@@ -56,12 +57,13 @@ TRAINERS: dict[str, Trainer] = {
                       "seedpool.trainers.impala:train_impala", "seedpool.trainers.impala:upgrade_config"),
     "dqn": Trainer("seedpool.trainers.dqn:DQNTrainConfig", "seedpool.trainers.dqn:dqn_defaults",
                    "seedpool.trainers.dqn:train_dqn", "seedpool.trainers.dqn:upgrade_config",
-                   "seedpool.trainers.dqn:RENAMED"),
+                   "seedpool.trainers.dqn:RENAMED", "seedpool.trainers.dqn:CONVERTED"),
     "apex": Trainer("seedpool.trainers.apex:ApexTrainConfig", "seedpool.trainers.apex:apex_defaults",
                     "seedpool.trainers.apex:train_apex", "seedpool.trainers.apex:upgrade_config",
-                    "seedpool.trainers.apex:RENAMED"),
+                    "seedpool.trainers.apex:RENAMED", "seedpool.trainers.apex:CONVERTED"),
     "r2d2": Trainer("seedpool.trainers.r2d2:R2D2TrainConfig", "seedpool.trainers.r2d2:r2d2_defaults",
-                    "seedpool.trainers.r2d2:train_r2d2"),
+                    "seedpool.trainers.r2d2:train_r2d2", "seedpool.trainers.r2d2:upgrade_config",
+                    converted="seedpool.trainers.r2d2:CONVERTED"),
     "sac": Trainer("seedpool.trainers.sac:SACTrainConfig", "seedpool.trainers.sac:sac_defaults",
                    "seedpool.trainers.sac:train_sac"),
     "td3": Trainer("seedpool.trainers.td3:TD3TrainConfig", "seedpool.trainers.td3:td3_defaults",
@@ -97,6 +99,7 @@ def train_config(algo: str, argv: list[str]) -> Any:
     """Parse ``seedpool train ALGO`` options on top of the env's (or the resumed run's) defaults."""
     from seedpool.experiment import config_from_dict, read_run_config
     from seedpool.experiment.config import upgrade_argv
+    from seedpool.experiment.legacy_options import apply_converted, take_converted
 
     if algo not in TRAINERS:
         raise UsageError(f"unknown algorithm {algo!r}; available: {', '.join(TRAINERS)}")
@@ -104,6 +107,10 @@ def train_config(algo: str, argv: list[str]) -> Any:
     cls = _load(entry.config)
     if entry.renamed is not None:
         argv = upgrade_argv(argv, _load(entry.renamed))
+    try:  # an old option whose value converts waits for the options it converts with
+        argv, converted = take_converted(argv, _load(entry.converted) if entry.converted else ())
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     resume = _option(argv, "--resume")
     if resume is not None:
         run_algo, data = read_run_config(Path(resume))
@@ -119,8 +126,9 @@ def train_config(algo: str, argv: list[str]) -> Any:
                              "Start a new run for another env")
     else:
         default = _load(entry.defaults)(_option(argv, "--env") or cls().env)
-    return tyro.cli(cls, default=default, args=argv, prog=f"seedpool train {algo}",
-                    description=f"Train {algo.upper()}; defaults shown are those for --env {default.env}.")
+    cfg = tyro.cli(cls, default=default, args=argv, prog=f"seedpool train {algo}",
+                   description=f"Train {algo.upper()}; defaults shown are those for --env {default.env}.")
+    return apply_converted(cfg, converted)
 
 
 @dataclass

@@ -64,7 +64,7 @@ def test_every_trainer_writes_the_same_layout(tmp_path):
     budgets = {"ppo": ["--total-timesteps", "512", "--backend", "serial"],
                "impala": ["--total-timesteps", "1024"],
                "dqn": ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--backend", "serial"],
-               "apex": ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--apex.replay-ratio", "2"]}
+               "apex": ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--apex.utd-ratio", "0.0078125"]}
     for algo, budget in budgets.items():
         assert main(["train", algo, *common, *budget]) == 0
     runs = sorted(tmp_path.iterdir())

@@ -193,7 +193,7 @@ def test_bench_is_reached_through_the_cli(capsys):
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints_v1"
 DQN_ONLY = ["--dqn.exploration-fraction", "--dqn.exploration-initial-eps", "--dqn.exploration-final-eps",
-            "--dqn.train-frequency", "--dqn.gradient-steps"]
+            "--dqn.train-frequency", "--dqn.utd-ratio"]
 
 
 def _help(algo: str, capsys) -> str:
@@ -210,7 +210,8 @@ def test_value_based_help_lists_only_options_that_act(capsys, monkeypatch):
         assert "--dqn.minibatch-size" in text and "--dqn.batch-size" not in text
     assert all(option in dqn for option in DQN_ONLY)
     assert not [option for option in DQN_ONLY if option in apex]
-    assert "--apex.replay-ratio" in apex and "--apex.epsilon" in apex
+    assert "--apex.utd-ratio" in apex and "--apex.epsilon" in apex
+    assert "--dqn.gradient-steps INT" not in dqn and "--apex.replay-ratio FLOAT" not in apex  # read, not listed
     # PPO's exact-resume action log: no other trainer has one.
     assert "--replay-limit" in _help("ppo", capsys)
     assert not [text for text in (apex, dqn, _help("impala", capsys)) if "--replay-limit" in text]
@@ -250,9 +251,14 @@ def test_old_value_based_run_folders_still_load_their_config(algo, tmp_path, cap
     assert (cfg.dqn.buffer_size, cfg.dqn.learning_starts, cfg.model.hidden_sizes) == (4096, 256, (8, 8))
     # Ape-X's copy of DQN's epsilon schedule and pacing never acted: they are gone, not carried.
     assert hasattr(cfg.dqn, "train_frequency") == (algo == "dqn")
-    if algo == "dqn":
-        assert (cfg.dqn.train_frequency, cfg.dqn.gradient_steps) == (old["train_frequency"], old["gradient_steps"])
-    assert "deprecated: dqn.batch_size in the run's config.json is now dqn.minibatch_size" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    if algo == "dqn":  # 128 gradient steps per round of 256 env steps (8 envs x 32)
+        assert (cfg.dqn.train_frequency, cfg.dqn.utd_ratio) == (old["train_frequency"], 128 / 256)
+        assert "deprecated: dqn.gradient_steps=128 (gradient steps per round" in err
+    else:  # 4 samples learned per env step, 64 a minibatch
+        assert cfg.apex.utd_ratio == 4 / 64
+        assert "deprecated: apex.replay_ratio=4 (samples learned per env step)" in err
+    assert "deprecated: dqn.batch_size in the run's config.json is now dqn.minibatch_size" in err
 
 
 @pytest.mark.parametrize("algo", ["ppo", "impala", "dqn", "apex", "r2d2", "sac", "td3"])

@@ -139,6 +139,8 @@ def test_options_named_in_the_docs_exist():
         known |= _options_of(_load(entry.config), _load(entry.defaults)("CartPole-v1"))
         if entry.renamed is not None:  # old spellings the command line still takes (with a deprecation line)
             known |= {f"--{section}.{old.replace('_', '-')}" for section, old in _load(entry.renamed)}
+        if entry.converted is not None:  # old options whose value converts (with a deprecation line)
+            known |= {opt.flag(opt.old) for opt in _load(entry.converted)}
     for cls in (EvalArgs, PlotArgs, seedpool.bench.BenchArgs):
         known |= _options_of(cls)
     stale = []

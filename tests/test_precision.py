@@ -66,7 +66,7 @@ def test_autocast_fn_runs_an_act_function_in_bf16_and_is_the_function_itself_for
     ("ppo", ["--total-timesteps", "512", "--backend", "serial"]),
     ("impala", ["--total-timesteps", "1024"]),
     ("dqn", ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--backend", "serial"]),
-    ("apex", ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--apex.replay-ratio", "2"]),
+    ("apex", ["--total-timesteps", "1024", "--dqn.learning-starts", "256", "--apex.utd-ratio", "0.0078125"]),
 ])
 def test_every_trainer_acts_and_learns_under_bf16_with_float32_weights(bf16_hardware, tmp_path, capsys, algo,
                                                                       budget):

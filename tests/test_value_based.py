@@ -63,20 +63,20 @@ def test_apex_epsilons_and_their_groups():
     assert len(set(names)) == 4 and names[0] == names[1] != names[2]
 
 
-def _replay_learner(pool, ratio, learning_starts=64, minibatch_size=16, beta0=0.4):
+def _replay_learner(pool, utd_ratio, learning_starts=64, minibatch_size=16, beta0=0.4):
     q_net = _q_net(pool)
     replay = UniformReplay(10_000, {"obs": ((4,), np.float32), "action": ((), np.int64),
                                     "reward": ((), np.float32), "discount": ((), np.float32),
                                     "next_obs": ((4,), np.float32)}, seed=0)
     learner = DQNLearner(q_net, DQNConfig(learning_starts=learning_starts, minibatch_size=minibatch_size), 10_000)
-    return q_net, ReplayLearner(learner, replay, NStepWriter(replay, 3, 0.99), replay_ratio=ratio,
+    return q_net, ReplayLearner(learner, replay, NStepWriter(replay, 3, 0.99), utd_ratio=utd_ratio,
                                 minibatch_size=minibatch_size, learning_starts=learning_starts, total_steps=10_000,
                                 beta0=beta0)
 
 
-def test_replay_learner_learns_at_the_replay_ratio_once_the_replay_holds_learning_starts():
+def test_replay_learner_learns_at_the_utd_ratio_once_the_replay_holds_learning_starts():
     with _pool() as pool:
-        q_net, rl = _replay_learner(pool, ratio=2.0)
+        q_net, rl = _replay_learner(pool, utd_ratio=0.125)
         sampler = EpsilonGreedySampler(pool, q_net, 5, lambda step: 1.0, epsilon_greedy, seed=0)
         metrics = rl.update(sampler.collect()[0])  # 20 env steps: below learning_starts
         assert rl.gradient_steps == 0 and "charts/gradient_steps" not in metrics
@@ -84,22 +84,23 @@ def test_replay_learner_learns_at_the_replay_ratio_once_the_replay_holds_learnin
             rl.update(sampler.collect()[0])
         learning_from = rl.learning_env_steps
         for _ in range(30):
-            rl.update(sampler.collect()[0])
+            metrics = rl.update(sampler.collect()[0])
         learned_steps = rl.learning_env_steps
         assert learned_steps == learning_from + 30 * 20
-        assert rl.gradient_steps == int(learned_steps * 2.0 / 16)
-        assert rl.measured_ratio() == pytest.approx(2.0, rel=0.05)
+        assert rl.gradient_steps == int(learned_steps * 0.125)  # fractions of a step carry over
+        assert rl.measured_ratio() == pytest.approx(0.125, rel=0.05)
+        assert metrics["charts/utd_ratio"] == rl.measured_ratio()
         assert rl.version == rl.gradient_steps
 
 
 def test_replay_learner_state_round_trip_keeps_the_pace():
     with _pool() as pool:
-        q_net, rl = _replay_learner(pool, ratio=1.5)
+        q_net, rl = _replay_learner(pool, utd_ratio=1.5 / 16)
         sampler = EpsilonGreedySampler(pool, q_net, 7, lambda step: 1.0, epsilon_greedy, seed=0)
         for _ in range(20):
             rl.update(sampler.collect()[0])
         state = rl.state_dict()
-        _, other = _replay_learner(pool, ratio=1.5)
+        _, other = _replay_learner(pool, utd_ratio=1.5 / 16)
         other.load_state_dict(state)
         assert (other.env_steps, other.gradient_steps, other.version) == (rl.env_steps, rl.gradient_steps, rl.version)
         for a, b in zip(other.model.parameters(), rl.model.parameters()):
@@ -133,7 +134,7 @@ def test_replay_learner_drives_any_minibatch_learner_anneals_beta_and_sets_its_p
         sample = replay.sample
         replay.sample = lambda n, beta: (betas.append(beta), sample(n, beta=beta))[1]
         learner = _FixedPriorityLearner(priority)
-        rl = ReplayLearner(learner, replay, NStepWriter(replay, 1, 0.99), replay_ratio=1.0, minibatch_size=8,
+        rl = ReplayLearner(learner, replay, NStepWriter(replay, 1, 0.99), utd_ratio=1 / 8, minibatch_size=8,
                            learning_starts=8, total_steps=400, beta0=0.2)
         sampler = EpsilonGreedySampler(pool, _q_net(pool), 5, lambda step: 1.0, epsilon_greedy, seed=0)
         while rl.env_steps < 400:
@@ -170,7 +171,7 @@ def test_apex_runs_end_to_end_logs_returns_by_epsilon_group_and_resumes(tmp_path
     assert result.step >= 4000
     names = {name for _, _, name, _ in read_metrics(result.run_dir / "metrics.csv")}
     assert {n for n in names if n.startswith("charts/episodic_return/eps_")}
-    assert {"charts/replay_ratio", "charts/gradient_steps", "charts/learner_version"} <= names
+    assert {"charts/utd_ratio", "charts/gradient_steps", "charts/learner_version"} <= names
     assert (result.run_dir / "replay.npz").exists()
     resumed = train_apex(dataclasses.replace(cfg, resume=result.run_dir, total_timesteps=6000))
     assert resumed.run_dir == result.run_dir and resumed.step >= 6000

@@ -30,8 +30,10 @@ class ApexConfig:
     """Base epsilon of the per-env exploration rates eps^(1 + epsilon_alpha * i / (N - 1))."""
     epsilon_alpha: float = 7.0
     """Spread of the per-env exploration rates (env 0 explores most, env N-1 least)."""
-    replay_ratio: float = 8.0
-    """Samples learned per env step (the learner's pace, held on any machine: acting waits for it)."""
+    utd_ratio: float = 0.25
+    """Gradient steps (one minibatch each) per env step, summed over envs: the learner's pace,
+    held on any machine (acting waits for it). The old --apex.replay-ratio counted samples:
+    replay_ratio / minibatch_size."""
     unroll_length: int = 32
     """Steps per unroll the inference server cuts (n-step rows are stitched across unrolls)."""
     unrolls_per_batch: int = 4

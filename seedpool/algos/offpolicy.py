@@ -37,10 +37,12 @@ class OffPolicyConfig:
     """Env steps of uniformly random actions before the first update (and before the policy acts)."""
     minibatch_size: int = 256
     """Transitions per gradient step (SB3 and CleanRL call it batch_size)."""
-    train_frequency: int = 1
-    """Env steps (per env) between rounds of gradient steps."""
     utd_ratio: float = 1.0
-    """Update-to-data ratio: critic gradient steps per env step (summed over envs)."""
+    """Update-to-data ratio: gradient steps (critic updates, one minibatch each) per env step,
+    summed over envs (docs/training.md "Learning per env step")."""
+    train_frequency: int = 1
+    """Env steps per env in each round the sampler hands the learner (which then takes
+    utd_ratio x the round's env steps gradient steps, fractions carried)."""
     policy_frequency: int = 2
     """Critic steps per actor step (TD3's delayed policy updates; 1 updates the actor every step)."""
     target_network_frequency: int = 1

@@ -90,8 +90,10 @@ class R2D2Config:
     """Clip the global gradient norm to this value."""
     loss: Literal["mse", "huber"] = "mse"
     """Per-step loss on the TD error: 0.5 * td^2 (the paper's) or Huber."""
-    replay_ratio: float = 1.0
-    """Learned steps (sequence steps after burn-in, per sampled sequence) per env step."""
+    utd_ratio: float = 1 / 2560
+    """Gradient steps (one minibatch of sequences each) per env step, summed over envs. The old
+    --r2d2.replay-ratio counted learned steps: replay_ratio / ((sequence_length - burn_in) x
+    minibatch_size), so its 1 with 80-step sequences, burn-in 40 and 64 sequences is 1/2560."""
     unroll_length: int = 16
     """Env steps per env between learning rounds (each round inserts them, then learns)."""
     epsilon: float = 0.4

@@ -2,10 +2,11 @@
 
 Both value-based trainers hand it `Unrolls` (DQN's sync sampler, or Ape-X's central
 inference server): ``update(unrolls)`` writes their transitions into the replay through the
-n-step writer, then takes as many minibatch gradient steps as the **replay ratio** (samples
-learned per env step) asks for, and feeds the learner's new priorities back. Learning
-is paced by experience, not by the clock: if the learner falls behind, the runner's queue
-fills and acting waits, so the ratio holds on any machine.
+n-step writer, then takes as many minibatch gradient steps as the **UTD ratio** (gradient
+steps per env step, docs/training.md "Learning per env step") asks for, and feeds the
+learner's new priorities back. Learning is paced by experience, not by the clock: if the
+learner falls behind, the runner's queue fills and acting waits, so the ratio holds on any
+machine.
 
 The learner behind it is any `MinibatchLearner` (DQN, SAC, TD3 and R2D2): this
 loop owns what is not the loss, namely sampling, the importance-sampling exponent's schedule
@@ -53,26 +54,27 @@ class MinibatchLearner(Protocol):
 
 
 class ReplayLearner:
-    """`update(unrolls)`: insert into ``replay`` via ``writer``, then learn at ``replay_ratio``.
+    """`update(unrolls)`: insert into ``replay`` via ``writer``, then learn at ``utd_ratio``.
 
     Each gradient step samples ``minibatch_size`` rows with IS exponent `beta` (``beta0`` at
     the start, 1 at the end of ``total_steps``) and sets the priorities the learner returns.
     """
 
-    def __init__(self, learner: MinibatchLearner, replay, writer, *, replay_ratio: float, minibatch_size: int,
+    def __init__(self, learner: MinibatchLearner, replay, writer, *, utd_ratio: float, minibatch_size: int,
                  learning_starts: int, total_steps: int, beta0: float = 0.4) -> None:
-        if replay_ratio <= 0 or minibatch_size < 1:
-            raise ConfigError(f"need replay_ratio > 0 and minibatch_size >= 1, got {replay_ratio}, {minibatch_size}")
+        if utd_ratio <= 0 or minibatch_size < 1:
+            raise ConfigError(f"need utd_ratio (gradient steps per env step) > 0 and minibatch_size >= 1, "
+                              f"got {utd_ratio}, {minibatch_size}")
         if not 0.0 <= beta0 <= 1.0:
             raise ConfigError(f"beta0 (the IS exponent at the start) must be in [0, 1], got {beta0}")
         self.learner, self.replay, self.writer = learner, replay, writer
-        self.replay_ratio, self.minibatch_size, self.beta0 = replay_ratio, minibatch_size, beta0
+        self.utd_ratio, self.minibatch_size, self.beta0 = utd_ratio, minibatch_size, beta0
         self.learning_starts, self.total_steps = learning_starts, total_steps
         self.steps = UnrollSteps()
         self.env_steps = 0  # env steps inserted (reset steps included: they are env steps too)
         self.learning_env_steps = 0  # env steps inserted while the replay was big enough to learn
         self.gradient_steps = 0
-        self._credit = 0.0  # gradient steps owed by the replay ratio, not yet taken
+        self._credit = 0.0  # gradient steps owed by the UTD ratio, not yet taken
 
     @property
     def model(self):
@@ -94,7 +96,7 @@ class ReplayLearner:
         return self.beta0 + (1.0 - self.beta0) * self.progress
 
     def update(self, unrolls: Unrolls) -> dict[str, float]:
-        """Insert the unrolls' transitions; learn as far as the replay ratio allows.
+        """Insert the unrolls' transitions; learn as far as the UTD ratio allows.
 
         Learning waits until the replay holds ``learning_starts`` transitions (again after a
         resume that did not save the replay)."""
@@ -105,13 +107,13 @@ class ReplayLearner:
         if len(self.replay) < max(self.learning_starts, self.minibatch_size):
             return out
         self.learning_env_steps += new_steps
-        self._credit += new_steps * self.replay_ratio / self.minibatch_size
+        self._credit += new_steps * self.utd_ratio
         due = int(self._credit)
         self._credit -= due
         for _ in range(due):
             out.update(self._learn_once(new_steps / due))
         return {**out, "charts/gradient_steps": float(self.gradient_steps),
-                "charts/replay_ratio": self.measured_ratio()}
+                "charts/utd_ratio": self.measured_ratio()}
 
     def insert(self, unrolls: Unrolls) -> None:
         """Write the unrolls into the replay: their transitions as n-step rows, the whole batch in
@@ -128,8 +130,8 @@ class ReplayLearner:
         return metrics
 
     def measured_ratio(self) -> float:
-        """Samples learned per env step while learning was on."""
-        return self.gradient_steps * self.minibatch_size / self.learning_env_steps if self.learning_env_steps else 0.0
+        """Gradient steps per env step while learning was on (what ``utd_ratio`` asks for)."""
+        return self.gradient_steps / self.learning_env_steps if self.learning_env_steps else 0.0
 
     def state_dict(self) -> dict[str, Any]:
         """The learner's state and this loop's counters (the replay's contents are saved apart)."""
@@ -145,9 +147,3 @@ class ReplayLearner:
         self.gradient_steps = int(state.pop("gradient_steps"))
         self._credit = float(state.pop("credit"))
         self.learner.load_state_dict(state)
-
-
-def unit_ratio(gradient_steps: int, minibatch_size: int, train_frequency: int) -> float:
-    """DQN's settings as a replay ratio: samples learned per env step."""
-    return gradient_steps * minibatch_size / train_frequency
-
