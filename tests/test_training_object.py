@@ -194,3 +194,20 @@ def test_a_closed_run_says_how_to_load_it_again(tmp_path):
         run.advance()
     assert (run.dir / "checkpoint.pt").exists()
     assert os.path.exists(run.dir / "config.json")
+
+
+@pytest.mark.parametrize("algo, names", [("sac", {"q_lr": 1e-5, "policy_lr": 2e-5}), ("td3", {"learning_rate": 1e-5})])
+def test_sac_and_td3_read_changed_learning_rates_at_the_next_update(algo, names, tmp_path):
+    run = seedpool.build_run(algo, ["--env", "Pendulum-v1", "--backend", "serial", "--progress", "off",
+                                    "--no-tensorboard", "--runs-dir", str(tmp_path), "--total-timesteps", "600",
+                                    "--num-envs", "2", f"--{algo}.learning-starts", "100",
+                                    "--model.hidden-sizes", "16", "16"])
+    try:
+        run.advance(300)
+        run.set_hyperparameters(**names)
+        run.advance(400)
+        learner = run.learner.learner
+        assert learner.optimizer.param_groups[0]["lr"] == min(names.values())
+        assert learner.actor_optimizer.param_groups[0]["lr"] == max(names.values())
+    finally:
+        run.close()

@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import torch
 
 import seedpool.kernels as kernels
 from seedpool.algos.gradient import GradientStep, Precision
-from seedpool.algos.learner import GradientLearner
+from seedpool.algos.learner import GradientLearner, set_learning_rate
 from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
@@ -39,6 +39,9 @@ from seedpool.models.flat import flatten_parameters
 @dataclass
 class SACConfig(OffPolicyConfig):
     """SAC's hyperparameters (CleanRL's names and defaults, SB3's delay-free actor by default)."""
+
+    LIVE: ClassVar[tuple[str, ...]] = ("policy_lr", "q_lr", "tau")
+    """Fields the learner reads at every update: `Training.set_hyperparameters` may change them."""
 
     policy_lr: float = 3e-4
     """Adam learning rate of the actor (and of the temperature)."""
@@ -110,6 +113,10 @@ class SACLearner(GradientLearner):
         NonFiniteLossError before touching the parameters of the network whose loss went bad."""
         data = batch_tensors(batch, self.device)
         data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
+        # Set at every step, so that a changed rate (`Training.set_hyperparameters`) acts.
+        set_learning_rate(self.optimizer, self.cfg.q_lr)
+        set_learning_rate(self.actor_optimizer, self.cfg.policy_lr)
+        set_learning_rate(self.alpha_optimizer, self.cfg.policy_lr)
         if self.cfg.joint_update and self.cfg.policy_frequency == 1:
             loss, q, grad_norm = self.joint_step(data, env_steps)
         else:

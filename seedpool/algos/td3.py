@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import torch
 
 import seedpool.kernels as kernels
 from seedpool.algos.gradient import GradientStep, Precision
-from seedpool.algos.learner import GradientLearner
+from seedpool.algos.learner import GradientLearner, set_learning_rate
 from seedpool.algos.offpolicy import (
     OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
 )
@@ -34,6 +34,10 @@ from seedpool.models.flat import flatten_parameters
 @dataclass
 class TD3Config(OffPolicyConfig):
     """TD3's hyperparameters (CleanRL's names and defaults)."""
+
+    LIVE: ClassVar[tuple[str, ...]] = ("learning_rate", "tau", "policy_noise", "noise_clip",
+                                       "exploration_noise")
+    """Fields read at every update or action: `Training.set_hyperparameters` may change them."""
 
     learning_rate: float = 3e-4
     """Adam learning rate of the actor and the critics."""
@@ -102,6 +106,9 @@ class TD3Learner(GradientLearner):
         data = batch_tensors(batch, self.device)
         data["obs"], data["next_obs"] = self.model.normalize(data["obs"]), self.model.normalize(data["next_obs"])
         agent, cfg = self.model, self.cfg
+        # Set at every step, so that a changed rate (`Training.set_hyperparameters`) acts.
+        set_learning_rate(self.optimizer, cfg.learning_rate)
+        set_learning_rate(self.actor_optimizer, cfg.learning_rate)
         if self.by_hand is not None:
             started = time.perf_counter()
             data["obs"], data["next_obs"] = data["obs"].flatten(1).float(), data["next_obs"].flatten(1).float()

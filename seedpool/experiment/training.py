@@ -18,7 +18,7 @@ A run owns its random generators and its torch thread count: on entering `advanc
 sets torch's threads, and on leaving stores them back and restores the caller's. Two runs
 advanced in turn in one process therefore act, sample and learn exactly as each would
 alone (with the serial backend; threads follow the OS scheduler). What stays process-wide
-and why is in docs/training.md ("Runs as objects").
+and why is in docs/runs.md.
 """
 from __future__ import annotations
 
