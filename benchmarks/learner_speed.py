@@ -26,7 +26,7 @@ none (before `--precision` existed) learns in fp32, the only arithmetic it had: 
 
 A worker process's speed can depend on the state its memory allocator settles in: with glibc's
 default thresholds, 32f471f's float32 PPO update on Pong took ~950 ms in some processes and
-~1,250 in others on the same machine (`seedpool.experiment.allocator`). Each worker reports
+~1,250 in others on the same machine (`seedpool.kernels.allocator`). Each worker reports
 its allocator (a checkout with ``keep_freed_memory`` sets it as its trainers do), and
 ``--processes N`` repeats the whole measurement with N fresh pairs of workers, one after
 another; the table then lists each process's median too. ``--ref-allocator keep`` hands the
@@ -299,7 +299,10 @@ def worker(threads: int, clock: str, precision: str) -> None:
 
     torch.set_num_threads(threads)
     try:  # what the trainers' `setup_torch` does, in checkouts that have it
-        from seedpool.experiment.allocator import keep_freed_memory
+        try:
+            from seedpool.kernels.allocator import keep_freed_memory
+        except ImportError:  # a checkout from before seedpool.kernels
+            from seedpool.experiment.allocator import keep_freed_memory
 
         allocator = "glibc thresholds set (keep_freed_memory)" if keep_freed_memory() else "the C library's default"
     except ImportError:
@@ -495,7 +498,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.ref and not (args.ref / "seedpool" / "__init__.py").exists():
         raise SystemExit(f"--ref {args.ref}: expected a checkout with seedpool/__init__.py in it")
     from seedpool.bench.report import cpu_model  # this checkout's (a worker may import another's seedpool)
-    from seedpool.experiment.allocator import environment as allocator_environment
+    from seedpool.kernels.allocator import environment as allocator_environment
 
     info = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}",

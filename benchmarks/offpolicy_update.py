@@ -1,7 +1,7 @@
 """One SAC or TD3 update two ways side by side: hand-written gradients against autograd, or
 SAC's joint update against the actor stepping after the critics, or float32 against bf16.
 
-`seedpool.algos.offpolicy_gradients` computes the float32 gradients of SAC and TD3 by hand;
+`seedpool.kernels.offpolicy_gradients` computes the gradients of SAC and TD3 by hand;
 ``hand_gradients=False`` gives autograd's (``--compare autograd``, the default). SAC's
 ``joint_update`` computes the actor's and the critics' losses in one pass on the same networks;
 ``joint_update=False`` steps the actor after the critics, in two passes (``--compare order``,
@@ -12,10 +12,9 @@ everything else a run does: two learners with the same initial networks live in 
 and take updates on the same replay-sized minibatches, in alternating blocks (new, baseline,
 new, ...) so that machine noise hits both; each block's milliseconds per update, and the ratio
 within each pair of blocks, median over the pairs. The process asks glibc to keep the memory
-it frees (`seedpool.experiment.allocator.keep_freed_memory`, as every trainer does): in a bare loop of updates the allocator otherwise hands each
-update's large buffers back to the kernel and takes page faults to get them again (50-100 a
-update here, a third of its time), which a training run, whose heap holds the replay and the
-envs, was measured not to pay.
+it frees (`seedpool.kernels.keep_freed_memory`, as every trainer does): in a bare loop of updates the allocator otherwise hands each
+update's large buffers back to the kernel and takes page faults to get them again, which a
+training run, whose heap holds the replay and the envs, was measured not to pay.
 
     .venv/bin/python benchmarks/offpolicy_update.py [--compare autograd|order|bf16|precision] [--algos sac,td3]
         [--sizes halfcheetah,pendulum] [--blocks 10] [--updates 50] [--threads 2] [--note TEXT]
@@ -40,7 +39,7 @@ import torch
 from seedpool.algos.sac import SACConfig, SACLearner
 from seedpool.algos.td3 import TD3Config, TD3Learner
 from seedpool.bench.report import machine_info, write_markdown
-from seedpool.experiment.allocator import keep_freed_memory
+from seedpool.kernels import keep_freed_memory
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 
 RESULTS = Path(__file__).parent / "results"

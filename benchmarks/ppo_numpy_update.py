@@ -7,7 +7,7 @@ each about equally (round-robin, the starting variant rotating every repeat):
    20 epochs, the 64-64 tanh MLP with a categorical head, fused Adam on the flat parameter
    (as the trainer builds it), torch with 1 thread. Each variant owns a policy and an
    optimizer; after warm-up, each repeat times ``--updates`` updates and reports ms per
-   update. Variants: ``cfg.numpy_update`` True and False, and (an ablation) the NumPy step
+   update. Variants: the NumPy kernel (`seedpool.kernels.ppo_update`) and torch autograd, and (an ablation) the NumPy step
    without its one-BLAS-thread limit. Also timed: entering and leaving the BLAS limit, as the
    step does (a cached ``ThreadpoolController``), against ``threadpool_limits(1, user_api="blas")``,
    which rescans the loaded libraries on every call.
@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import copy
 import csv
-import dataclasses
 import os
 import platform
 import statistics
@@ -43,8 +42,9 @@ import numpy as np
 import torch
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
-from seedpool.algos import ppo_numpy
+from seedpool import kernels
 from seedpool.algos.ppo import PPOBatch, ppo_update
+from seedpool.kernels import blas
 from seedpool.models import ModelConfig, make_policy
 from seedpool.models.flat import flatten_parameters
 from seedpool.trainers.ppo import ppo_defaults
@@ -83,18 +83,18 @@ def bench_update(repeats: int, updates: int, warmup: int) -> dict[str, list[floa
     for name in UPDATE_VARIANTS:
         policy = copy.deepcopy(base)
         opt = torch.optim.Adam([flatten_parameters(policy)], lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True)
-        run_cfg = dataclasses.replace(cfg, numpy_update=name != "torch")
+        kernel = None if name == "torch" else kernels.ppo_update(policy, opt, "cpu", "fp32")
         # The ablation swaps the step's BLAS limit for a no-op.
-        ctx = (mock.patch.object(ppo_numpy, "_one_blas_thread", contextlib.nullcontext)
+        ctx = (mock.patch.object(blas, "one_blas_thread", contextlib.nullcontext)
                if name.endswith("not limited") else contextlib.nullcontext())
-        setups[name] = (policy, opt, run_cfg, ctx)
+        setups[name] = (policy, opt, kernel, ctx)
 
     def run(name: str, k: int) -> float:
-        policy, opt, run_cfg, ctx = setups[name]
+        policy, opt, kernel, ctx = setups[name]
         with ctx:
             t0 = time.perf_counter()
             for _ in range(k):
-                ppo_update(policy, opt, batch, run_cfg, cfg.clip_coef)
+                ppo_update(policy, opt, batch, cfg, cfg.clip_coef, kernel=kernel)
             return (time.perf_counter() - t0) / k * 1e3
 
     for name in UPDATE_VARIANTS:

@@ -91,7 +91,7 @@ THREADS = 1
 
 def run_seedpool(total: int, learning_starts: int, seed: int, precision: str) -> Result:
     """``precision``: ``auto``, ``fp32`` or ``bf16``, optionally followed by ``-autograd`` (without
-    the hand-written gradients of `seedpool.algos.offpolicy_gradients`, as every fp32 update was
+    the hand-written gradients of `seedpool.kernels.offpolicy_gradients`, as every fp32 update was
     before them) and/or ``-actor-after`` (without the joint update: the actor steps after the
     critics, in a pass of its own, as before it), e.g. ``fp32-actor-after``."""
     from seedpool.trainers.sac import sac_defaults, train_sac

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gl
 PROGRAM = """
 import ctypes, json, resource, sys
 import torch
-from seedpool.experiment.allocator import keep_freed_memory
+from seedpool.kernels import keep_freed_memory
 
 class MallInfo2(ctypes.Structure):  # glibc >= 2.33
     _fields_ = [(name, ctypes.c_size_t) for name in

@@ -14,7 +14,8 @@ import seedpool.algos.dqn as dqn_module
 import seedpool.algos.impala as impala_module
 import seedpool.algos.ppo as ppo_module
 from seedpool.algos.dqn import DQNConfig, DQNLearner
-from seedpool.algos.gradient import GradientStep, NonFiniteLossError, optimizer_step
+from seedpool.algos.gradient import GradientStep, NonFiniteLossError
+from seedpool.kernels.fused_adam import optimizer_step
 from seedpool.models import MLPQNetwork
 
 NAN = float("nan")

@@ -1,11 +1,12 @@
-"""The compiled acting path of small categorical MLP policies (seedpool.models.mlp_act)."""
+"""The compiled acting path of small categorical MLP policies (seedpool.kernels.mlp_act)."""
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from seedpool.models import ModelConfig, make_policy
-from seedpool.models.mlp_act import CompiledMLPAct, supports
+from seedpool import kernels
+from seedpool.kernels.mlp_act import CompiledMLPAct, supports
 
 
 def _policy(obs_dim=4, actions=3, activation="tanh", **kw):
@@ -73,6 +74,14 @@ def test_refresh_follows_training_in_place_and_new_tensors():
         np.testing.assert_allclose(fast.value(obs), policy.value(torch.from_numpy(obs)).numpy(), rtol=1e-5)
 
 
+def test_the_seam_gives_the_compiled_path_exactly_where_it_is_supported():
+    policy = _policy()
+    fast = kernels.acting(policy, "cpu", "fp32")
+    assert isinstance(fast, CompiledMLPAct) and fast.policy is policy
+    assert kernels.acting(policy, "cpu", "bf16") is None
+    assert kernels.acting(_policy(obs_norm=True), "cpu", "fp32") is None
+
+
 def test_supports_only_what_it_computes_exactly():
     assert supports(_policy(), "cpu", "fp32")
     assert not supports(_policy(), "cpu", "bf16")
@@ -85,7 +94,7 @@ def test_supports_only_what_it_computes_exactly():
 
 
 def test_the_kernels_tanh_is_within_float32_rounding_of_tanh():
-    from seedpool.models.mlp_act import _tanh
+    from seedpool.kernels.mlp_act import _tanh
 
     x = np.linspace(-12.0, 12.0, 4_001).astype(np.float32)
     approx = np.array([_tanh(v) for v in x], np.float64)
@@ -94,7 +103,7 @@ def test_the_kernels_tanh_is_within_float32_rounding_of_tanh():
 
 
 def test_load_kernels_compiles_the_signatures_act_uses():
-    from seedpool.models import mlp_act
+    from seedpool.kernels import mlp_act
 
     mlp_act.load_kernels()
     before = (len(mlp_act._act.signatures), len(mlp_act._values.signatures))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from seedpool import kernels
 from seedpool.algos.offpolicy import td_target
 from seedpool.algos.sac import SACConfig, SACLearner
 from seedpool.algos.td3 import TD3Config, TD3Learner, exploration_actions, smoothed_actions
@@ -76,9 +77,11 @@ def test_acting_in_numpy_draws_the_actions_the_actor_samples(stochastic, determi
     agent = ContinuousAgent(OBS, ACT, ContinuousModelConfig(hidden_sizes=(16, 16), activation=activation),
                             stochastic=stochastic)
     obs = torch.randn(5, 3, dtype=torch.float64)  # as a MuJoCo env's
+    numpy_unit_action = kernels.continuous_acting(agent, "cpu", "fp32")
+    assert numpy_unit_action is not None
+    assert kernels.continuous_acting(agent, "cpu", "bf16") is None
     with torch.inference_mode():
-        acted = agent.unit_action(obs, deterministic, torch.Generator().manual_seed(3))
-    assert agent._acting_layers  # it did act in NumPy
+        acted = numpy_unit_action(obs, deterministic, torch.Generator().manual_seed(3))
     if stochastic:
         expected = agent.actor.sample(obs, deterministic, torch.Generator().manual_seed(3))[0]
     else:
@@ -87,7 +90,9 @@ def test_acting_in_numpy_draws_the_actions_the_actor_samples(stochastic, determi
     torch.testing.assert_close(acted, expected.detach())
     # Under bf16 autocast, acting stays in torch (and its bf16 arithmetic).
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-        assert agent._numpy_layers(obs) is None
+        generator = torch.Generator().manual_seed(3)
+        in_torch = agent.unit_action(obs, deterministic, torch.Generator().manual_seed(3))
+        torch.testing.assert_close(numpy_unit_action(obs, deterministic, generator), in_torch, rtol=0, atol=0)
 
 
 def test_box_scaler_maps_the_unit_box_onto_the_bounds_and_back():

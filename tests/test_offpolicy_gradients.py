@@ -1,4 +1,4 @@
-"""SAC's and TD3's hand-written gradients (`seedpool.algos.offpolicy_gradients`, `seedpool.models.mlp_grad`)
+"""SAC's and TD3's hand-written gradients (`seedpool.kernels.offpolicy_gradients`, `seedpool.kernels.mlp_grad`)
 against autograd: the same batches, the same noise, the same updates to float32 rounding."""
 import gymnasium as gym
 import numpy as np
@@ -10,7 +10,7 @@ from seedpool.algos.sac import SACConfig, SACLearner
 from seedpool.algos.td3 import TD3Config, TD3Learner
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig, TwinQ
 from seedpool.models.flat import flatten_parameters
-from seedpool.models.mlp_grad import linear_layers, mlp_backward, mlp_forward, twinq_backward, twinq_forward
+from seedpool.kernels.mlp_grad import linear_layers, mlp_backward, mlp_forward, twinq_backward, twinq_forward
 
 OBS = gym.spaces.Box(-10.0, 10.0, (5,), np.float32)
 ACT = gym.spaces.Box(np.array([-2.0, 0.0, -1.0], np.float32), np.array([2.0, 1.0, 1.0], np.float32))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from seedpool import kernels
 from seedpool.algos.ppo import PPOBatch, PPOConfig, ppo_update
 from seedpool.algos.reward_norm import ReturnNormalizer
 from seedpool.cli import main, parse_command
@@ -107,9 +108,11 @@ def test_numpy_and_torch_updates_agree_with_normalised_observations():
     for numpy_path in (True, False):
         policy = copy.deepcopy(base)
         opt = torch.optim.Adam(policy.parameters(), lr=1e-3, eps=1e-5)
-        cfg = PPOConfig(update_epochs=2, num_minibatches=2, numpy_update=numpy_path)
+        cfg = PPOConfig(update_epochs=2, num_minibatches=2)
+        kernel = kernels.ppo_update(policy, opt, "cpu", "fp32") if numpy_path else None
+        assert (kernel is not None) == numpy_path  # observation statistics do not stop the kernel
         torch.manual_seed(5)
-        stats = ppo_update(policy, opt, batch, cfg)
+        stats = ppo_update(policy, opt, batch, cfg, kernel=kernel)
         results.append((policy, stats))
     (fast, fast_stats), (ref, ref_stats) = results
     assert fast_stats["approx_kl"] == pytest.approx(ref_stats["approx_kl"], rel=1e-3, abs=1e-6)

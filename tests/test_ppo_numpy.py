@@ -9,9 +9,10 @@ import pytest
 import torch
 from threadpoolctl import ThreadpoolController
 
-from seedpool.algos import ppo_numpy
+from seedpool import kernels
 from seedpool.algos.ppo import PPOBatch, PPOConfig, ppo_loss, ppo_update
-from seedpool.algos.ppo_numpy import numpy_step_fn
+from seedpool.kernels import ppo_numpy
+from seedpool.kernels.ppo_numpy import numpy_step_fn
 from seedpool.models import MLPActorCritic, ModelConfig, make_policy
 from seedpool.models.flat import flatten_parameters
 
@@ -114,11 +115,12 @@ def _trained(policy, batches, cfg, flat, paths):
     """Run ppo_update once per batch, each with its own path; returns the policy and optimizer."""
     params = [flatten_parameters(policy)] if flat else list(policy.parameters())
     opt = torch.optim.Adam(params, lr=3e-3, eps=1e-5, fused=flat)
+    kernel = kernels.ppo_update(policy, opt, "cpu", "fp32")
+    assert kernel is not None or not any(paths)
     history = []
     for batch, numpy_path in zip(batches, paths):
         torch.manual_seed(7)
-        run_cfg = dataclasses.replace(cfg, numpy_update=numpy_path)
-        history.append(ppo_update(policy, opt, batch, run_cfg, clip_coef=0.15))
+        history.append(ppo_update(policy, opt, batch, cfg, clip_coef=0.15, kernel=kernel if numpy_path else None))
     return policy, opt, history
 
 
@@ -204,7 +206,15 @@ def test_unsupported_policies_and_optimizers_fall_back_to_torch():
                 torch.optim.Adam(discrete.parameters(), amsgrad=True),
                 torch.optim.Adam(discrete.pi.parameters())):
         assert numpy_step_fn(discrete, opt, batch, cfg, 0.2) is None
+        kernel = kernels.ppo_update(discrete, opt, "cpu", "fp32")  # asked at build, or refused at the update
+        assert kernel is None or kernel.bind(batch, cfg, 0.2) is None
     assert numpy_step_fn(discrete, torch.optim.Adam(discrete.parameters()), batch, cfg, 0.2) is not None
+    # The seam: the kernel fits float32 on a CPU only, and never a Gaussian head.
+    adam = torch.optim.Adam(discrete.parameters())
+    assert kernels.ppo_update(discrete, adam, "cpu", "fp32") is not None
+    assert kernels.ppo_update(discrete, adam, "cpu", "bf16") is None
+    assert kernels.ppo_update(discrete, adam, "cuda", "fp32") is None
+    assert kernels.ppo_update(gaussian, torch.optim.Adam(gaussian.parameters()), "cpu", "fp32") is None
 
 
 @pytest.mark.parametrize("clip", [None, 0.2])
@@ -229,6 +239,7 @@ def test_load_kernels_compiles_the_signature_the_step_uses():
     before = len(ppo_numpy._policy_grads.signatures)
     policy = _policy()
     for minibatches in (1, 4):  # the whole batch, and gathered minibatches
-        ppo_update(policy, torch.optim.Adam(policy.parameters()), _batch(policy),
-                   PPOConfig(update_epochs=2, num_minibatches=minibatches))
+        opt = torch.optim.Adam(policy.parameters())
+        ppo_update(policy, opt, _batch(policy), PPOConfig(update_epochs=2, num_minibatches=minibatches),
+                   kernel=kernels.ppo_update(policy, opt, "cpu", "fp32"))
     assert len(ppo_numpy._policy_grads.signatures) == before
