@@ -13,6 +13,7 @@ defaults and its train function (see docs/training.md to add one).
 from __future__ import annotations
 
 import importlib
+import inspect
 import importlib.metadata
 import json
 import os
@@ -111,7 +112,7 @@ def train_config(algo: str, argv: list[str]) -> Any:
         argv, converted = take_converted(argv, _load(entry.converted) if entry.converted else ())
     except ValueError as err:
         raise UsageError(str(err)) from None
-    resume = _option(argv, "--resume")
+    resume, core = _option(argv, "--resume"), _option(argv, "--model.core")
     if resume is not None:
         run_algo, data = read_run_config(Path(resume))
         if run_algo != algo:
@@ -125,10 +126,20 @@ def train_config(algo: str, argv: list[str]) -> Any:
             raise UsageError(f"{resume} trains {default.env}; a resumed run cannot switch to {env}. "
                              "Start a new run for another env")
     else:
-        default = _load(entry.defaults)(_option(argv, "--env") or cls().env)
+        default = _defaults(entry, _option(argv, "--env") or cls().env, core)
+    given = f" --model.core {core}" if core is not None else ""
     cfg = tyro.cli(cls, default=default, args=argv, prog=f"seedpool train {algo}",
-                   description=f"Train {algo.upper()}; defaults shown are those for --env {default.env}.")
+                   description=f"Train {algo.upper()}; defaults shown are those for --env {default.env}{given}.")
     return apply_converted(cfg, converted)
+
+
+def _defaults(entry: Trainer, env_id: str, core: str | None) -> Any:
+    """The algorithm's defaults for ``env_id``, and for the recurrent core ``--model.core`` names
+    where its defaults function takes one: what a core needs to learn follows from that option."""
+    defaults = _load(entry.defaults)
+    if core is None or "core" not in inspect.signature(defaults).parameters:
+        return defaults(env_id)
+    return defaults(env_id, core=core)
 
 
 @dataclass
