@@ -13,8 +13,8 @@ defaults and its train function (see docs/training.md to add one).
 from __future__ import annotations
 
 import importlib
-import inspect
 import importlib.metadata
+import inspect
 import json
 import os
 import platform
