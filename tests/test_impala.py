@@ -174,10 +174,11 @@ def test_serial_twin_is_deterministic(tmp_path):
 def test_a_killed_env_worker_is_restarted_and_training_goes_on(tmp_path, monkeypatch):
     """A worker is killed once training is under way (at the first logged window, not at a
     clock time); the run must restart it and train 5,000 more steps after the kill."""
+    import seedpool.trainers.common as common
     from seedpool.experiment.run import Run
 
     made = []
-    real_make_pools = trainer.make_pools
+    real_make_pools = common.make_pools
 
     def make_pools_and_remember(*args, **kwargs):
         made.extend(real_make_pools(*args, **kwargs))
@@ -194,7 +195,7 @@ def test_a_killed_env_worker_is_restarted_and_training_goes_on(tmp_path, monkeyp
         elif scalars["charts/worker_restarts"] >= 1 and step >= killed_at[0] + 5_000:
             run.stop_requested = True
 
-    monkeypatch.setattr(trainer, "make_pools", make_pools_and_remember)
+    monkeypatch.setattr(common, "make_pools", make_pools_and_remember)
     monkeypatch.setattr(Run, "end_update", end_update_then_kill_then_stop)
     cfg = small_cfg(tmp_path, total_timesteps=10_000_000, backend="process")
     cfg.acting = dataclasses.replace(cfg.acting, num_workers=2)

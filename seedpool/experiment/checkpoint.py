@@ -165,12 +165,14 @@ def replay_trainer_state(run_dir: Path, learner, acting, save_replay: bool) -> d
                          replay=REPLAY_FILE if save_replay else None)
 
 
-def restore_replay_trainer(run_dir: Path, checkpoint: dict[str, Any], learner, acting) -> None:
-    """Load `replay_trainer_state`'s content (and the saved replay, if any) into freshly built objects."""
+def restore_replay_trainer(run_dir: Path, checkpoint: dict[str, Any], learner, acting=None) -> None:
+    """Load `replay_trainer_state`'s content (and the saved replay, if any) into freshly built
+    objects; ``acting`` None: a central-inference trainer, whose acting keeps no state."""
     from seedpool.replay import load_replay_file
 
     restore_learner(checkpoint, learner)
-    if checkpoint["replay"] and (run_dir / checkpoint["replay"]).exists():
-        load_replay_file(run_dir / checkpoint["replay"], learner.replay)
-    acting.load_state_dict(checkpoint["acting"])
+    if checkpoint["replay"] and (Path(run_dir) / checkpoint["replay"]).exists():
+        load_replay_file(Path(run_dir) / checkpoint["replay"], learner.replay)
+    if acting is not None:
+        acting.load_state_dict(checkpoint["acting"])
     set_rng_state(checkpoint["rng"])

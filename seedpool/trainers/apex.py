@@ -17,19 +17,18 @@ from seedpool.algos.apex import AUX_SIZE, ApexConfig, EpsilonGreedyAct, epsilon_
 from seedpool.algos.dqn import RENAMED_OPTIONS, DQNConfig, DQNLearner, QLearningConfig
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
-from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunResult, load_checkpoint, set_rng_state, setup_torch,
-)
-from seedpool.experiment.checkpoint import restore_learner, resume_env_seed
+from seedpool.experiment import Run, RunResult
+from seedpool.experiment.checkpoint import restore_replay_trainer
 from seedpool.experiment.config import OptionValue, upgrade_options
 from seedpool.experiment.legacy_options import Converted, convert_options
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.models.precision import autocast_fn, resolve_precision
-from seedpool.replay import NStepWriter, load_replay_file, make_replay
+from seedpool.replay import NStepWriter, make_replay
 from seedpool.experiment.training import Training
 from seedpool.runners import (
-    CentralLoop, CentralRunConfig, CentralSystem, central_replay_state, close_all, make_pools, make_sources,
+    CentralLoop, CentralRunConfig, CentralSystem, central_replay_state, close_all,
 )
+from seedpool.trainers.common import start_central
 
 
 @dataclass
@@ -56,10 +55,7 @@ def train_apex(cfg: ApexTrainConfig) -> RunResult:
 
 def build_apex(cfg: ApexTrainConfig) -> Training:
     """The run ``train_apex`` trains, built and ready to advance (see `Training`)."""
-    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
-    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "apex") if cfg.resume else None
-    env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
-    sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
+    device, ckpt, sources = start_central(cfg, "apex")
     with contextlib.ExitStack() as undo:  # a failure while building closes what was built
         undo.callback(close_all, sources)
         space = sources[0].single_observation_space
@@ -77,10 +73,7 @@ def build_apex(cfg: ApexTrainConfig) -> Training:
         run = Run.open(cfg, "apex", cfg, ckpt)
         undo.callback(run.close, failed=True)
         if ckpt is not None:
-            restore_learner(ckpt, learner)
-            if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
-                load_replay_file(run.dir / ckpt["replay"], learner.replay)
-            set_rng_state(ckpt["rng"])
+            restore_replay_trainer(run.dir, ckpt, learner)
         system = CentralSystem(sources, learner, autocast_fn(EpsilonGreedyAct(epsilons, cfg.seed, device), precision, device),
                                cfg.acting,
                                device=device, unrolls_per_batch=cfg.apex.unrolls_per_batch,

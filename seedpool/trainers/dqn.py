@@ -18,14 +18,14 @@ from seedpool.envs.registry import is_atari
 from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunConfig, RunResult, load_checkpoint, setup_torch,
 )
-from seedpool.experiment.checkpoint import replay_trainer_state, restore_replay_trainer, resume_env_seed
+from seedpool.experiment.checkpoint import restore_replay_trainer, resume_env_seed
 from seedpool.experiment.config import OptionValue, upgrade_options
 from seedpool.experiment.legacy_options import Converted, convert_options
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.models.precision import resolve_precision
 from seedpool.replay import NStepWriter, make_replay
 from seedpool.experiment.training import Training
-from seedpool.runners.sync import SyncLoop
+from seedpool.trainers.common import replay_sync_training
 
 
 @dataclass
@@ -73,8 +73,7 @@ def build_dqn(cfg: DQNTrainConfig) -> Training:
         run.note(f"{pool!r}, {type(replay).__name__}({d.buffer_size:,}), Q network on {device} ({precision})")
         if ckpt is not None:
             restore_replay_trainer(run.dir, ckpt, learner, sampler)
-        state = lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay)  # noqa: E731
-        training = Training(run, SyncLoop(sampler, learner, state), learner, cfg, close=pool.close)
+        training = replay_sync_training(run, sampler, learner, cfg, pool)
         undo.pop_all()
     return training
 

@@ -14,17 +14,16 @@ from dataclasses import dataclass, field, replace
 from seedpool.algos.impala import ImpalaConfig, ImpalaLearner, policy_act
 from seedpool.algos.impala_recurrent import recurrent_policy_act
 from seedpool.envs.registry import is_atari
-from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunResult, load_checkpoint, set_rng_state, setup_torch,
-)
-from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
+from seedpool.experiment import Run, RunResult, set_rng_state
+from seedpool.experiment.checkpoint import restore_learner, trainer_state
 from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig, is_recurrent, make_policy
 from seedpool.models.precision import autocast_fn, resolve_precision
 from seedpool.experiment.training import Training
 from seedpool.runners import (
-    CentralLoop, CentralRunConfig, CentralSystem, TrainingError, close_all, make_pools, make_sources,
+    CentralLoop, CentralRunConfig, CentralSystem, TrainingError, close_all,
 )
+from seedpool.trainers.common import start_central
 
 __all__ = ["IMPALATrainConfig", "TrainingError", "build_impala", "impala_defaults", "train_impala", "upgrade_config"]
 
@@ -46,10 +45,7 @@ def train_impala(cfg: IMPALATrainConfig) -> RunResult:
 
 def build_impala(cfg: IMPALATrainConfig) -> Training:
     """The run ``train_impala`` trains, built and ready to advance (see `Training`)."""
-    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
-    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "impala") if cfg.resume else None
-    env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
-    sources = make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
+    device, ckpt, sources = start_central(cfg, "impala")
     with contextlib.ExitStack() as undo:  # a failure while building closes what was built
         undo.callback(close_all, sources)
         policy = make_policy(sources[0].single_observation_space, sources[0].single_action_space, cfg.model)

@@ -22,13 +22,13 @@ from seedpool.actors.continuous_sampler import ContinuousSampler
 from seedpool.algos.offpolicy import OffPolicyConfig
 from seedpool.algos.replay_learner import MinibatchLearner, ReplayLearner
 from seedpool.experiment import CHECKPOINT_FILE, Run, RunConfig, load_checkpoint, setup_torch
-from seedpool.experiment.checkpoint import replay_trainer_state, restore_replay_trainer, resume_env_seed
+from seedpool.experiment.checkpoint import restore_replay_trainer, resume_env_seed
 from seedpool.experiment.config import OptionValue
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 from seedpool.models.precision import Precision, resolve_precision
 from seedpool.replay import NStepWriter, make_replay
 from seedpool.experiment.training import Training
-from seedpool.runners.sync import SyncLoop
+from seedpool.trainers.common import replay_sync_training
 
 MakeLearner = Callable[[ContinuousAgent, int, str, Precision], MinibatchLearner]
 """(agent, action dimension, device, learning precision) -> the algorithm's learner."""
@@ -79,8 +79,7 @@ def build_continuous(cfg: ContinuousTrainConfig, algo: str, s: OffPolicyConfig, 
                  f"{s.utd_ratio:g} updates/step")
         if ckpt is not None:
             restore_replay_trainer(run.dir, ckpt, learner, sampler)
-        state = lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay)  # noqa: E731
-        training = Training(run, SyncLoop(sampler, learner, state), learner, cfg, close=pool.close)
+        training = replay_sync_training(run, sampler, learner, cfg, pool)
         undo.pop_all()
     return training
 

@@ -27,17 +27,13 @@ from seedpool.actors.recurrent_q_sampler import RecurrentQSampler
 from seedpool.algos.r2d2 import R2D2Config, R2D2Learner, RecurrentEpsilonGreedyAct, r2d2_epsilons
 from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
-from seedpool.experiment import (
-    CHECKPOINT_FILE, Run, RunResult, load_checkpoint, set_rng_state, setup_torch,
-)
-from seedpool.experiment.checkpoint import (
-    replay_trainer_state, restore_learner, restore_replay_trainer, resume_env_seed,
-)
+from seedpool.experiment import CHECKPOINT_FILE, Run, RunResult, load_checkpoint, setup_torch
+from seedpool.experiment.checkpoint import restore_replay_trainer, resume_env_seed
 from seedpool.experiment.config import OptionValue
 from seedpool.experiment.legacy_options import Converted, convert_options
 from seedpool.models.recurrent_q import RecurrentQModelConfig, RecurrentQNetwork, make_recurrent_q_network
 from seedpool.models.precision import autocast_fn, resolve_precision
-from seedpool.replay import is_frame_stack, load_replay_file, space_field
+from seedpool.replay import is_frame_stack, space_field
 from seedpool.replay.sequence import SequenceReplay
 from seedpool.replay.sequence_writer import SequenceWriter
 from seedpool.records import Unrolls
@@ -45,7 +41,7 @@ from seedpool.experiment.training import Training
 from seedpool.runners import (
     CentralLoop, CentralRunConfig, CentralSystem, central_replay_state, close_all, make_pools, make_sources,
 )
-from seedpool.runners.sync import SyncLoop
+from seedpool.trainers.common import replay_sync_training
 
 
 @dataclass
@@ -132,10 +128,7 @@ def build_r2d2(cfg: R2D2TrainConfig) -> Training:
         run = Run.open(cfg, "r2d2", cfg, ckpt)
         undo.callback(run.close, failed=True)
         if ckpt is not None:
-            restore_learner(ckpt, learner)
-            if ckpt["replay"] and (run.dir / ckpt["replay"]).exists():
-                load_replay_file(run.dir / ckpt["replay"], learner.replay)
-            set_rng_state(ckpt["rng"])
+            restore_replay_trainer(run.dir, ckpt, learner)
         system = make_central_system(cfg, sources, learner, q_net, device, precision, run.step)
         _note(run, cfg, f"{len(sources)} source(s) of {sources[0].num_envs} envs", device, precision)
         state = central_replay_state(run, system, learner.replay, cfg.save_replay)
@@ -158,8 +151,7 @@ def _build_lockstep(cfg: R2D2TrainConfig, device: str, ckpt: dict | None, env_se
             # A run that acted centrally kept no sampler state: the run's own step count stands for it.
             restore_replay_trainer(run.dir, {**ckpt, "acting": ckpt["acting"] or {"env_steps": run.step}},
                                    learner, sampler)
-        state = lambda: replay_trainer_state(run.dir, learner, sampler, cfg.save_replay)  # noqa: E731
-        training = Training(run, SyncLoop(sampler, learner, state), learner, cfg, close=pool.close)
+        training = replay_sync_training(run, sampler, learner, cfg, pool)
         undo.pop_all()
     return training
 

@@ -1,0 +1,29 @@
+"""What every trainer's build function starts or ends with: its device, checkpoint and envs, and
+the `Training` a replay trainer's sync loop becomes."""
+from __future__ import annotations
+
+from typing import Any
+
+from seedpool.experiment import CHECKPOINT_FILE, Run, load_checkpoint, setup_torch
+from seedpool.experiment.checkpoint import replay_trainer_state, resume_env_seed
+from seedpool.experiment.training import Training
+from seedpool.runners import make_pools, make_sources
+from seedpool.runners.sync import SyncLoop
+
+
+def start_central(cfg: Any, algo: str) -> tuple[str, dict | None, list]:
+    """A central-inference trainer's device, the checkpoint it resumes (or None) and its env
+    sources, seeded afresh for a resumed segment (its envs cannot be replayed)."""
+    device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
+    ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, algo) if cfg.resume else None
+    env_seed = cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt)
+    return device, ckpt, make_sources(cfg, env_seed, cfg.env_options, pools=make_pools)
+
+
+def replay_sync_training(run: Run, sampler, learner, cfg: Any, pool) -> Training:
+    """The `Training` of a replay trainer on the sync loop (DQN, SAC, TD3, R2D2 in lockstep):
+    its checkpoints hold the learner, the sampler and, with ``--save-replay``, the replay."""
+    def state() -> dict:
+        return replay_trainer_state(run.dir, learner, sampler, cfg.save_replay)
+
+    return Training(run, SyncLoop(sampler, learner, state), learner, cfg, close=pool.close)
