@@ -7,7 +7,7 @@ does to a Pong step.
 Two measurements, each alternating the two sides window by window (order flipped every
 window), CPU time of this thread (`time.thread_time`, which other jobs inflate far less than
 wall time), medians over windows and the median of per-window ratios:
-- one 210x160 -> 84x84 grayscale resize of a Pong frame: `seedpool.envs.atari.resize` against
+- one 210x160 -> 84x84 grayscale resize of a Pong frame: `seedpool.envs.families.atari.resize` against
   `cv2.resize(..., interpolation=cv2.INTER_AREA)` (the same output, bit for bit);
 - one step of 8 Pong-v5 envs in a serial pool (what `auto` picks inside a torch loop, see
   loop.py) with the compiled resize (today's default) against the same pool whose envs use
@@ -30,7 +30,7 @@ import numpy as np
 
 import seedpool
 from seedpool.bench.report import machine_info
-from seedpool.envs.atari.resize import area_resizer
+from seedpool.envs.families.atari.resize import area_resizer
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "atari_resize.md"
 

@@ -19,7 +19,7 @@ from importlib import metadata
 import numpy as np
 import tyro
 
-from seedpool.envs.atari import make_atari
+from seedpool.envs.families.atari.factory import make_atari
 
 
 @dataclasses.dataclass

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
             "## native / Python-env steps/s", "", *lines, "",
             "## Notes", "",
             "- **Taken on a loaded machine** (2 cores shared with other jobs; load averages above).",
-            "- Each family's `native_from` (seedpool/envs/native/) is set from this table: the first N "
+            "- Each family's `native_from` (seedpool/envs/families/) is set from this table: the first N "
             "from which native wins by a clear margin."]
     OUT.write_text("\n".join(out) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)

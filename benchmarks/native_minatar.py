@@ -28,7 +28,7 @@ from seedpool.bench.cases import Target
 from seedpool.bench.harness import Case, Group, Stepper, Timing, Unavailable, reap_leftovers, run_group
 from seedpool.bench.report import machine_info, render
 from seedpool.bench.steppers import AsyncStepper, SyncStepper, closing_on_error
-from seedpool.envs.minatar.registration import GAMES
+from seedpool.envs.families.minatar.factory import GAMES
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "native_minatar.md"
 N = 64
@@ -187,7 +187,7 @@ def main(argv: list[str]) -> int:
          "to read."),
         "minatar_loop: a Python loop over the package's `Environment`s (act, state(), reset at the end); "
         "seedpool_python: the same games behind the pool (native=False, backend auto); seedpool_native: "
-        "every env of the pool in one numba call (seedpool/envs/native/minatar_*.py; each game's step, "
+        "every env of the pool in one numba call (seedpool/envs/families/minatar/; each game's step, "
         "bookkeeping and autoreset are one fused call; Breakout's updates the pool's observation rows in "
         "place), "
         "identical episodes (tests/test_native_minatar.py). Numba compiles on first use; the warm-up takes that out.",

@@ -210,7 +210,7 @@ def physics_table(task: str, rounds: int, calls: int = 200) -> list[str]:
     Rounds alternate over the four, built side by side."""
     from mujoco.batch import Batch
 
-    from seedpool.envs.native import registry
+    from seedpool.envs import registry
 
     ref = gym.make(task).unwrapped
     model, nstep = ref.model, ref.frame_skip
@@ -278,7 +278,7 @@ def main(argv: list[str]) -> int:
         "seedpool_native: each env is one MjData; a batch is one compiled call (numba, without the GIL) "
         "that sets each env's controls, calls MuJoCo's mj_step from its C library (Ant and Humanoid also "
         "mj_rnePostConstraint) and computes observations, rewards, terminations and the engine's "
-        "bookkeeping (`seedpool/envs/native/mujoco_kernels.py`). With 2 threads, a batch's envs are "
+        "bookkeeping (`seedpool/envs/families/mujoco/kernels.py`). With 2 threads, a batch's envs are "
         "posted to a ring of parts, one env each (`seedpool/envs/native/part_ring.py`), that a helper "
         "thread running a compiled loop without the GIL and the caller (in `step`, or while it waits in "
         "`recv`) claim and step; async (`_async`, except `_t1_async`) posts a batch as soon as it is sent. "

@@ -26,8 +26,8 @@ PARTS = (
     ("pool front", ("envs/pool.py", "envs/validate.py", "envs/rows.py", "envs/spaces.py", "envs/vector.py",
                     "envs/infos.py")),
     ("native executor", ("native/executor.py", "native/threads.py")),
-    ("family (Python)", ("native/classic.py", "native/acrobot.py", "native/base.py")),
-    ("compiled calls", ("native/kernels.py", "native/bookkeeping.py", "native/pcg64.py")),
+    ("family (Python)", ("classic/control.py", "classic/acrobot.py", "native/base.py")),
+    ("compiled calls", ("classic/kernels.py", "native/bookkeeping.py", "native/pcg64.py")),
 )
 
 

@@ -1,5 +1,5 @@
 """From which batch size a native family's fused step, split over two threads, beats one
-thread: the table behind `split_from` (seedpool/envs/native/), which `make` uses to choose.
+thread: the table behind `split_from` (seedpool/envs/native/threads.py), which `make` uses to choose.
 Writes `benchmarks/results/native_split.md`.
 
     .venv/bin/python benchmarks/native_split.py             # 3 x 0.5 s windows per case (~2 min)
@@ -22,7 +22,7 @@ import seedpool
 from seedpool.bench.harness import Case, Group, Stepper, Timing, reap_leftovers, run_group
 from seedpool.bench.report import machine_info
 from seedpool.bench.steppers import SyncStepper, closing_on_error
-from seedpool.envs.native.classic import CartPole
+from seedpool.envs.families.classic.control import CartPole
 from seedpool.envs.native.threads import available_cores
 
 OUT = Path(__file__).resolve().parent / "results" / "native_split.md"

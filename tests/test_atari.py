@@ -8,8 +8,10 @@ import pytest
 pytest.importorskip("ale_py", reason="Atari tests need ale-py")
 pytest.importorskip("cv2", reason="Atari tests need opencv-python-headless")
 
-from seedpool.envs.atari import AtariEnv, atari_ids, make_atari, option_names  # noqa: E402
-from seedpool.envs.atari.noop import NoopSampler  # noqa: E402
+from seedpool.envs.families.atari.env import AtariEnv  # noqa: E402
+from seedpool.envs.families.atari.factory import atari_ids, make_atari  # noqa: E402
+from seedpool.envs.families.atari.options import option_names  # noqa: E402
+from seedpool.envs.families.atari.noop import NoopSampler  # noqa: E402
 
 
 def _actions(n: int, count: int, seed: int = 0) -> np.ndarray:

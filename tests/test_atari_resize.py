@@ -3,7 +3,7 @@ import cv2
 import numpy as np
 import pytest
 
-from seedpool.envs.atari.resize import area_resizer, area_taps
+from seedpool.envs.families.atari.resize import area_resizer, area_taps
 
 
 @pytest.mark.parametrize("src, dst", [((210, 160), (84, 84)), ((210, 160), (96, 72)), ((250, 160), (84, 84)),

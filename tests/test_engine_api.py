@@ -75,8 +75,8 @@ def test_async_pool_declares_batch_size_and_single_env_spaces():
 
 
 def test_pong_v5_when_ale_is_installed():
-    if importlib.util.find_spec("seedpool.envs.atari") is None:
-        pytest.skip("seedpool.envs.atari is not in this checkout")
+    if importlib.util.find_spec("seedpool.envs.families.atari") is None:
+        pytest.skip("seedpool.envs.families.atari is not in this checkout")
     pytest.importorskip("ale_py", reason="ale-py is not installed")
     with seedpool.make("Pong-v5", num_envs=2, seed=1) as pool:
         assert pool.single_observation_space.shape == (4, 84, 84)

@@ -8,7 +8,7 @@ import pytest
 
 import seedpool
 from seedpool.envs import registry
-from seedpool.envs.minatar import make_minatar, minatar_ids
+from seedpool.envs.families.minatar import make_minatar, minatar_ids
 
 needs_minatar = pytest.mark.skipif(importlib.util.find_spec("minatar") is None,
                                    reason="minatar is not installed (pip install 'seedpool[minatar]')")
@@ -131,7 +131,7 @@ def test_rgb_render():
 
 def test_missing_minatar_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "minatar", None)  # `import minatar` now fails
-    monkeypatch.delitem(sys.modules, "seedpool.envs.minatar.env", raising=False)
+    monkeypatch.delitem(sys.modules, "seedpool.envs.families.minatar.env", raising=False)
     assert "MinAtar/Breakout-v1" in registry.registered_ids()  # the ids need no minatar
     with pytest.raises(ImportError, match=r"pip install 'seedpool\[minatar\]'") as info:
         seedpool.make("MinAtar/Breakout-v1", num_envs=4, native=False)  # native needs no minatar

@@ -1,4 +1,4 @@
-"""Native env families (seedpool/envs/native/): identity with gymnasium's envs, and the pool API."""
+"""Native env families (seedpool/envs/families/classic/, on seedpool/envs/native/): identity with gymnasium's envs, and the pool API."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import seedpool
 from seedpool.envs.errors import ActionBatchError, EnvPoolError, EnvStepError
 from seedpool.envs.native import NativeEnv, NativeMismatch, check_native_env
-from seedpool.envs.native.classic import CartPole
+from seedpool.envs.families.classic.control import CartPole
 
 CLASSIC = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"]
 

@@ -1,4 +1,4 @@
-"""Native MinAtar (seedpool/envs/native/minatar_*.py): identity with the `minatar` package."""
+"""Native MinAtar (seedpool/envs/families/minatar/): identity with the `minatar` package."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import seedpool
-from seedpool.envs.native import check_native_env, minatar_rng
+from seedpool.envs.families.minatar import rng as minatar_rng
+from seedpool.envs.native import check_native_env
 
 needs_minatar = pytest.mark.skipif(importlib.util.find_spec("minatar") is None,
                                    reason="minatar is not installed (pip install 'seedpool[minatar]')")
@@ -27,7 +28,7 @@ PLAN = {
 
 def _python_env(task_id, **options):
     """seedpool's Python-env MinAtar id: minatar's own `Environment`, observations transposed."""
-    from seedpool.envs.minatar import make_minatar
+    from seedpool.envs.families.minatar import make_minatar
 
     return lambda: make_minatar(task_id, **options)
 
@@ -142,9 +143,9 @@ def test_difficulty_ramps_as_in_minatar(game, player, sticky):
 
     from minatar import Environment
 
-    from seedpool.envs.minatar.registration import GAMES as MODULES
+    from seedpool.envs.families.minatar.factory import GAMES as MODULES
 
-    module = import_module(f"seedpool.envs.native.minatar_{game.lower()}")
+    module = import_module(f"seedpool.envs.families.minatar.{game.lower()}")
     reference = Environment(MODULES[game], sticky_action_prob=sticky)
     reference.seed(3)
     reference.reset()
@@ -181,7 +182,7 @@ def test_other_autoreset_modes_match(game, autoreset):
 def test_breakouts_fused_step_keeps_every_observation_row_whole():
     """The fused step updates the pool's observation rows in place (a few cells per step):
     through async batches of any rows, each row returned equals a full draw of its env."""
-    from seedpool.envs.native import minatar_breakout
+    from seedpool.envs.families.minatar import breakout
 
     with seedpool.make("MinAtar/Breakout-v1", num_envs=8, batch_size=3, seed=4) as pool:
         family = pool._exec.family
@@ -192,7 +193,8 @@ def test_breakouts_fused_step_keeps_every_observation_row_whole():
         for _ in range(3000):
             obs, _, term, _, info = pool.recv()
             for k, i in enumerate(info["env_id"].tolist()):
-                minatar_breakout._redraw(family.state[i], drawn)
+                drawn[:] = False
+                breakout._draw(family.state[i], drawn)
                 np.testing.assert_array_equal(obs[k], drawn)
             ends += int(term.sum())
             pool.send(rng.integers(0, 3, len(obs)), info["env_id"])

@@ -1,4 +1,4 @@
-"""Native MuJoCo families (seedpool/envs/native/mujoco_envs.py): the same episodes as
+"""Native MuJoCo families (seedpool/envs/families/mujoco/envs.py): the same episodes as
 gymnasium's v5 envs, and when `make` uses them.
 
 Tolerance: none. Both sides run the same MuJoCo calls on the same model (mj_step with the
@@ -17,8 +17,8 @@ mujoco = pytest.importorskip("mujoco", reason="the native MuJoCo families need m
 
 import seedpool  # noqa: E402
 from seedpool.envs.native import check_native_env  # noqa: E402
-from seedpool.envs.native import registry  # noqa: E402
-from seedpool.envs.native.mujoco_envs import HalfCheetah, Hopper  # noqa: E402
+from seedpool.envs import registry  # noqa: E402
+from seedpool.envs.families.mujoco.envs import HalfCheetah, Hopper  # noqa: E402
 
 # (task, pool steps of 4 envs per seed): Ant's step costs ~5x the others'.
 TASKS = [("HalfCheetah-v5", 400), ("Hopper-v5", 400), ("Walker2d-v5", 400), ("Ant-v5", 150), ("Humanoid-v5", 150),
@@ -117,7 +117,7 @@ def test_the_kernels_sum_in_numpys_order_and_precision(dtype, n):
     """The control cost (float32, nu terms) and Ant's contact cost (float64, 84 terms) are sums
     that gymnasium takes with np.sum: pairwise, so a plain running sum differs in the last bit
     for some rows. The kernels' sum must equal NumPy's on every row."""
-    from seedpool.envs.native.mujoco_kernels import _pairwise_sum
+    from seedpool.envs.families.mujoco.kernels import _pairwise_sum
 
     rng = np.random.default_rng(n)
     rows = np.square(rng.uniform(-1, 1, (3000, n)).astype(dtype) * dtype(rng.uniform(1, 300)))
@@ -133,7 +133,7 @@ def test_the_kernels_sum_in_numpys_order_and_precision(dtype, n):
 def test_the_kernels_need_mujocos_c_library(monkeypatch):
     """Without it (or without MjData._address) the family cannot be imported, which leaves the
     ids on the Python-env path (test above)."""
-    from seedpool.envs.native import mujoco_kernels
+    from seedpool.envs.families.mujoco import kernels as mujoco_kernels
 
     monkeypatch.setattr(mujoco_kernels, "_LIBRARY", [])
     monkeypatch.setattr(mujoco_kernels.glob, "glob", lambda pattern: [])
@@ -146,7 +146,7 @@ def test_kernel_resets_leave_each_generator_where_gymnasiums_is(task_id, monkeyp
     """Uniform reset noise is drawn inside the compiled step from a copy of each env's PCG64
     state: after many resets there, each env's `np_random` (brought up to the kernel's draws)
     is where gymnasium's env's is after the same episodes, and a draw from it matches."""
-    from seedpool.envs.native.mujoco_envs import MujocoFamily
+    from seedpool.envs.families.mujoco.envs import MujocoFamily
 
     def no_python_resets(*args):
         raise AssertionError("an env the step ended was reset in Python, not by the kernel")

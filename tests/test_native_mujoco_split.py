@@ -13,7 +13,7 @@ pytest.importorskip("mujoco", reason="the native MuJoCo families need mujoco: pi
 
 import seedpool  # noqa: E402
 from seedpool.envs.native import part_ring  # noqa: E402
-from seedpool.envs.native.mujoco_envs import HalfCheetah  # noqa: E402
+from seedpool.envs.families.mujoco.envs import HalfCheetah  # noqa: E402
 from seedpool.envs.native.threads import ShardThreads, SplitTimer  # noqa: E402
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from typing import Any, NamedTuple, Sequence
 
@@ -11,7 +10,8 @@ from seedpool.envs import spaces
 from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.envpool_api import take_envpool_options
 from seedpool.envs.executor import ExecutorConfig
-from seedpool.envs.native.registry import native_spec
+from seedpool.envs.native.resolve import native_spec
+from seedpool.envs.native.threads import available_cores as usable_cores
 from seedpool.envs.native.threads import native_config
 from seedpool.envs.pool import AUTORESET_MODES, EnvPool, env_seeds
 from seedpool.envs.runner import probe_step_cost
@@ -41,14 +41,6 @@ CALLER_SPIN_S = 5e-3
 LOOP_HANDOFF_S = 0.5e-3
 
 log = logging.getLogger("seedpool.envs")
-
-
-def usable_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def make(
@@ -85,7 +77,7 @@ def make(
     space), "different" (spaces may differ in bounds but not in shapes and dtypes; make_vec
     batches them with `batch_differing_spaces`), or a (batched, single) pair of spaces.
     `native`: None runs a task natively (all envs stepped in one call on arrays, see
-    seedpool/envs/native/) where it has a native family and the backend is "auto"; False
+    seedpool/envs/families/) where it has a native family and the backend is "auto"; False
     keeps the Python-env path; True insists (backend "auto" or "serial"; an error if it cannot).
     A `NativeEnv` subclass as the task always runs natively.
     """

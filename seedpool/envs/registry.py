@@ -1,7 +1,15 @@
-"""Task registry: ids that seedpool builds itself (Atari), with their default options.
+"""The registry of task ids: the one list of what seedpool builds itself, and how.
 
-Families register by import path so that importing seedpool does not import ale-py.
-Any id not registered here is handed to `gymnasium.make`.
+Two kinds of entries. A *Python-env family* (`Family`: Atari, MinAtar's games over the
+`minatar` package) builds one gymnasium env per id through a factory; a *native family*
+(`register_native`: classic control, MinAtar, MuJoCo) steps every env of a pool in one call.
+An id may have both (MinAtar): `make(..., native=False)` then takes the Python-env family.
+Any id with neither is handed to `gymnasium.make`.
+
+Each family of seedpool's own registers its ids in its folder's `registration.py`
+(seedpool/envs/families/<family>/), loaded on the first lookup; `families.FAMILIES` lists
+them. Entries name their code by "module:attribute" paths, imported on use, so that looking
+an id up imports neither ale-py nor minatar nor mujoco.
 """
 
 from __future__ import annotations
@@ -9,6 +17,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from seedpool.envs.families import FAMILIES
+from seedpool.envs.native.base import NativeEnv
 
 
 @dataclass(frozen=True)
@@ -26,24 +37,10 @@ class Family:
     time_limit_option: str | None = None
 
 
-_FAMILIES: list[Family] = [
-    Family(
-        name="atari",
-        ids="seedpool.envs.atari.registration:atari_ids",
-        factory="seedpool.envs.atari.registration:make_atari",
-        time_limit_option="max_episode_steps",
-    ),
-    # Listed without minatar installed (the ids need no import), so a missing package is
-    # reported by the factory with the install command, not as an unknown gymnasium id.
-    # Pure-Python steps hold the GIL but cost only microseconds: the engine's auto layout
-    # measures them (serial for small batches, processes for large), as for CartPole.
-    Family(
-        name="minatar",
-        ids="seedpool.envs.minatar:minatar_ids",
-        factory="seedpool.envs.minatar:make_minatar",
-        prefer_processes=False,
-    ),
-]
+_FAMILIES: list[Family] = []
+# Task id -> "module:Class" of its native family (imported on first use).
+_NATIVE: dict[str, str] = {}
+_LOADED = False
 _ID_CACHE: dict[str, Family] | None = None
 
 
@@ -52,15 +49,53 @@ def _load(path: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)
 
 
+def _load_families() -> None:
+    """Run each of seedpool's families' registration.py, once (before any other entry, so
+    that an id a user registers again replaces seedpool's)."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        for name in FAMILIES:
+            importlib.import_module(f"seedpool.envs.families.{name}.registration")
+
+
 def register_family(family: Family) -> None:
     """Add a family of ids (e.g. a user's own suite) to the registry."""
     global _ID_CACHE
+    _load_families()
     _FAMILIES.append(family)
     _ID_CACHE = None
 
 
+def register_native(task_id: str, family: type[NativeEnv] | str) -> None:
+    """Run `task_id` with a native family: a `NativeEnv` subclass or its "module:Class" path."""
+    if isinstance(family, type) and not issubclass(family, NativeEnv):
+        raise TypeError(f"a native family must subclass seedpool.envs.native.NativeEnv, got {family.__name__}")
+    _load_families()
+    _NATIVE[task_id] = family if isinstance(family, str) else f"{family.__module__}:{family.__qualname__}"
+
+
+def native_ids() -> list[str]:
+    """Every task id that has a native family."""
+    _load_families()
+    return sorted(_NATIVE)
+
+
+def has_native(task_id: Any) -> bool:
+    """Whether `task_id` is a registered id with a native family."""
+    _load_families()
+    return isinstance(task_id, str) and task_id in _NATIVE
+
+
+def family_class(task_id: str) -> type[NativeEnv]:
+    """The native family class of a registered id."""
+    _load_families()
+    return _load(_NATIVE[task_id])
+
+
 def _index() -> dict[str, Family]:
     global _ID_CACHE
+    _load_families()
     if _ID_CACHE is None:
         index: dict[str, Family] = {}
         for fam in _FAMILIES:

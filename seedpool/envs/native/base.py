@@ -33,6 +33,19 @@ def select_rows(ids: Sequence[int], num_envs: int) -> Rows:
     return np.asarray(ids, dtype=np.int64)
 
 
+def state_attributes(reference: gym.Env) -> frozenset[str]:
+    """The attributes a gymnasium env sets or changes while it resets and steps (its state),
+    found by running a copy of it: those a view must not answer from the reference."""
+    env = type(reference)(**getattr(reference, "_init_kwargs", {}))
+    before = {k: repr(v) for k, v in vars(env).items()}
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(env.action_space.sample())
+    after = {k: repr(v) for k, v in vars(env).items()}
+    env.close()
+    return frozenset(k for k in after if before.get(k) != after[k])
+
+
 class NativeEnv:
     """Base class of vector-native env families (see docs/engine.md).
 
@@ -93,8 +106,6 @@ class NativeEnv:
     def state_names(self) -> frozenset[str]:
         """Attributes of `reference` that are per-env state (a view must not read them)."""
         if self._state_names is None:
-            from seedpool.envs.native.view import state_attributes
-
             self._state_names = state_attributes(self.reference) if self.reference is not None else frozenset()
         return self._state_names
 

@@ -23,19 +23,6 @@ def _hint(family: NativeEnv, what: str) -> str:
             "state in arrays and has no env objects; make the pool with native=False for per-env access")
 
 
-def state_attributes(reference: gym.Env) -> frozenset[str]:
-    """The attributes a gymnasium env sets or changes while it resets and steps (its state),
-    found by running a copy of it: those a view must not answer from the reference."""
-    env = type(reference)(**getattr(reference, "_init_kwargs", {}))
-    before = {k: repr(v) for k, v in vars(env).items()}
-    env.reset(seed=0)
-    for _ in range(3):
-        env.step(env.action_space.sample())
-    after = {k: repr(v) for k, v in vars(env).items()}
-    env.close()
-    return frozenset(k for k in after if before.get(k) != after[k])
-
-
 class EnvView:
     """Env i of a native family, as far as per-env calls can see it (read-only)."""
 

@@ -1,4 +1,4 @@
-"""Seaquest's state row (minatar_seaquest.py): its columns, and minatar's Python lists kept in it.
+"""Seaquest's state row (seaquest.py): its columns, and minatar's Python lists kept in it.
 
 minatar keeps Seaquest's bullets, fish, subs and divers in Python lists that it walks
 backwards while removing from them, with `list.remove` (the *first equal* element, which may
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from numba import njit, types
 
-from seedpool.envs.native.minatar_family import ROW, move
+from seedpool.envs.families.minatar.family import ROW, move
 
 # Columns of an env's state row: scalars, the element at hand once it left its list, then the lists.
 (SUB_X, SUB_Y, SUB_RIGHT, OXYGEN, DIVER_COUNT, E_SPAWN_SPEED, E_SPAWN_TIMER, D_SPAWN_TIMER, MOVE_SPEED,

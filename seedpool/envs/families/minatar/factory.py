@@ -19,21 +19,21 @@ GAMES = {
     "Seaquest": "seaquest",
     "SpaceInvaders": "space_invaders",
 }
-_VERSIONS = {"v0": False, "v1": True}  # version -> minimal action set
+VERSIONS = {"v0": False, "v1": True}  # version -> minimal action set
 INSTALL_HINT = "pip install 'seedpool[minatar]'"
 
 
 def minatar_ids() -> list[str]:
     """Every MinAtar task id, e.g. "MinAtar/Breakout-v1"; needs no minatar install."""
-    return sorted(f"MinAtar/{name}-{version}" for name in GAMES for version in _VERSIONS)
+    return sorted(f"MinAtar/{name}-{version}" for name in GAMES for version in VERSIONS)
 
 
 def _parse(task_id: str) -> tuple[str, bool]:
     """(minatar game module name, minimal action set) of a MinAtar id."""
     name, _, version = task_id.removeprefix("MinAtar/").rpartition("-")
-    if not task_id.startswith("MinAtar/") or name not in GAMES or version not in _VERSIONS:
+    if not task_id.startswith("MinAtar/") or name not in GAMES or version not in VERSIONS:
         raise UnknownEnvError(f"unknown MinAtar task id {task_id!r}; ids are {minatar_ids()}")
-    return GAMES[name], _VERSIONS[version]
+    return GAMES[name], VERSIONS[version]
 
 
 def make_minatar(task_id: str, *, render_mode: str | None = None, sticky_action_prob: float = 0.1,

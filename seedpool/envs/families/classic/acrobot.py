@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium.envs.classic_control import AcrobotEnv, utils
 
 from seedpool.envs.native.base import NativeEnv, Rows, reset_options
-from seedpool.envs.native.classic import _take_spaces
+from seedpool.envs.families.classic.control import _take_spaces
 
 _TORQUES = np.array(AcrobotEnv.AVAIL_TORQUE, dtype=np.float64)
 

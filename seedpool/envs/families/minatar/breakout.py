@@ -1,4 +1,4 @@
-"""MinAtar Breakout as a native family (see minatar_family.py).
+"""MinAtar Breakout as a native family (see family.py).
 
 A paddle on the bottom row bounces a ball that moves along diagonals into three rows of
 bricks (+1 per brick; a new wall once the ball comes down to an empty board); the episode
@@ -7,13 +7,12 @@ ends when the ball reaches the bottom row past the paddle. Channels: paddle, bal
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, types
 
-from seedpool.envs.native import bookkeeping
-from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill
-from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
+from seedpool.envs.families.minatar import rng
+from seedpool.envs.families.minatar.family import LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill
+from seedpool.envs.families.minatar.kernels import game_kernels
+from seedpool.envs.families.minatar.rng import POS_T, WORDS_T
 
 # Columns of an env's state row; the brick map is 100 columns, row-major from BRICKS.
 BALL_X, BALL_Y, BALL_DIR, POS, LAST_X, LAST_Y, STRIKE, TERMINAL, BRICKS = range(9)
@@ -37,8 +36,8 @@ def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
 
 
 # Inlined into the kernels (numba's inline): a call per env measured slower.
-@njit(types.int64(ROW, types.int64), cache=True, nogil=True, inline="always")
-def _act(s, a):  # pragma: no cover - compiled
+@njit(types.int64(ROW, types.int64, types.boolean, WORDS_T, POS_T, types.int64), cache=True, nogil=True, inline="always")
+def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
         return 0
@@ -93,15 +92,8 @@ def _draw(s, obs):  # pragma: no cover - compiled
         obs[3, c // 10, c % 10] = s[BRICKS + c] != 0
 
 
-@njit(types.void(ROW, OBS), cache=True, nogil=True)
-def _redraw(s, obs):  # pragma: no cover - compiled
-    """Env s's observation into `obs`, whatever it held (a reset's full draw)."""
-    obs[:] = False
-    _draw(s, obs)
-
-
 @njit(cache=True, nogil=True, inline="always")
-def _act_drawn(s, a, obs):  # pragma: no cover - compiled
+def _act_drawn(s, a, ramping, words, pos, i, obs):  # pragma: no cover - compiled
     """`_act`, with `obs` (env s's observation before the step) brought up to date in place:
     the paddle, ball and trail move (one cell each), and the bricks, which can only be in rows
     1-3 (the wall's rows: strikes clear cells, an empty board refills them), are copied from
@@ -109,7 +101,7 @@ def _act_drawn(s, a, obs):  # pragma: no cover - compiled
     obs[0, 9, s[POS]] = False
     obs[1, s[BALL_Y], s[BALL_X]] = False
     obs[2, s[LAST_Y], s[LAST_X]] = False
-    reward = _act(s, a)
+    reward = _act(s, a, ramping, words, pos, i)
     obs[0, 9, s[POS]] = True
     obs[1, s[BALL_Y], s[BALL_X]] = True
     obs[2, s[LAST_Y], s[LAST_X]] = True
@@ -122,68 +114,13 @@ def _act_drawn(s, a, obs):  # pragma: no cover - compiled
     return reward
 
 
-@njit(cache=True, nogil=True)
-def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
-          truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
-          mode):  # pragma: no cover - compiled
-    """MinAtarFamily.step_autoreset for Breakout (which has no ramping): envs `rows` step (or
-    reset, when marked) with the engine's bookkeeping (the arguments from `reward` on are a
-    `Book`'s fields), in the pool's rows of `obs` (row i: env i's latest observation, which
-    the step updates in place)."""
-    for k in range(rows.size):
-        i = rows[k]
-        s = state[i]
-        if needs_reset[i]:
-            _reset_one(s, words, pos, i)
-            _redraw(s, obs[i])
-            bookkeeping.started(i, False, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
-                                returns, needs_reset)
-            continue
-        a = rng.sticky_action(words, pos, last, i, action_set[actions[i]], sticky)
-        r = _act_drawn(s, a, obs[i])
-        if bookkeeping.end_step(i, np.float64(r), s[TERMINAL] != 0, reward, terminated, truncated, elapsed_step,
-                                episode_return, elapsed, returns, needs_reset, limit, mode):  # same_step
-            final_obs[i] = obs[i]
-            _reset_one(s, words, pos, i)
-            _redraw(s, obs[i])
-            bookkeeping.started(i, True, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
-                                returns, needs_reset)
-
-
-@njit(cache=True, nogil=True)
-def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
-    """Reset envs `rows`; draw the k-th into obs[k]."""
-    for k in range(rows.size):
-        _reset_one(state[rows[k]], words, pos, rows[k])
-        _draw(state[rows[k]], obs[k])
-
-
-@njit(cache=True, nogil=True)
-def step(state, words, pos, last, rows, actions, action_set, sticky, obs, reward, terminated):  # pragma: no cover
-    """Step envs `rows` (sticky action first, as minatar's `Environment.act`)."""
-    for k in range(rows.size):
-        i = rows[k]
-        a = rng.sticky_action(words, pos, last, i, action_set[actions[k]], sticky)
-        s = state[i]
-        reward[k] = _act(s, a)
-        terminated[k] = s[TERMINAL] != 0
-        _draw(s, obs[k])
-
-
 class Breakout(MinAtarFamily):
     """MinAtar/Breakout-v1: minatar's Breakout, minimal actions (no-op, left, right)."""
 
     channels = 4
     state_size = STATE_SIZE
-    fused = staticmethod(fused)
+    kernels = game_kernels(_act, _reset_one, _draw, TERMINAL, _act_drawn)
     minimal_actions = (0, LEFT, RIGHT)
-
-    def _reset_rows(self, rows, obs):
-        reset(self.state, self.words, self.word_pos, rows, obs)
-
-    def _step_rows(self, rows, actions, obs, reward, terminated):
-        step(self.state, self.words, self.word_pos, self.last_action, rows, actions, self.action_set,
-             self.sticky_action_prob, obs, reward, terminated)
 
 
 class BreakoutAllActions(Breakout):

@@ -1,4 +1,4 @@
-"""MinAtar SpaceInvaders as a native family (see minatar_family.py).
+"""MinAtar SpaceInvaders as a native family (see family.py).
 
 A cannon on the bottom row shoots at a block of aliens that sweeps sideways and drops a
 row at each wall (+1 per alien hit); the nearest alien shoots every 10 steps. The episode
@@ -9,12 +9,11 @@ enemy bullet. The game draws no random numbers of its own: only the sticky actio
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, types
 
-from seedpool.envs.native import bookkeeping
-from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import FIRE, LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill, move
+from seedpool.envs.families.minatar.family import FIRE, LEFT, OBS, RIGHT, ROW, MinAtarFamily, count, fill, move
+from seedpool.envs.families.minatar.kernels import game_kernels
+from seedpool.envs.families.minatar.rng import POS_T, WORDS_T
 
 SHOT_COOL_DOWN = 5
 ENEMY_MOVE_INTERVAL = 12
@@ -25,8 +24,8 @@ ENEMY_SHOT_INTERVAL = 10
 STATE_SIZE = ALIENS + 100
 
 
-@njit(types.void(ROW), cache=True, nogil=True)
-def _reset_one(s):  # pragma: no cover - compiled
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
+def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     fill(s, 0, s.size, 0)
     s[POS] = 5
     for y in range(4):
@@ -85,8 +84,8 @@ def _alien_shoots(s):  # pragma: no cover - compiled
                         return
 
 
-@njit(types.int64(ROW, types.int64, types.boolean), cache=True, nogil=True)
-def _act(s, a, ramping):  # pragma: no cover - compiled
+@njit(types.int64(ROW, types.int64, types.boolean, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
+def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
         return 0
@@ -145,66 +144,13 @@ def _draw(s, obs):  # pragma: no cover - compiled
         obs[5, y, x] = s[ENEMY + c] != 0
 
 
-@njit(cache=True, nogil=True)
-def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
-          truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
-          mode):  # pragma: no cover - compiled
-    """MinAtarFamily.step_autoreset: envs `rows` step (or reset, when marked) with the engine's
-    bookkeeping (the arguments from `reward` on are a `Book`'s fields), drawn into the pool's rows."""
-    for k in range(rows.size):
-        i = rows[k]
-        s = state[i]
-        if not needs_reset[i]:
-            a = rng.sticky_action(words, pos, last, i, action_set[actions[i]], sticky)
-            r = _act(s, a, ramping)
-            obs[i] = False
-            _draw(s, obs[i])
-            if not bookkeeping.end_step(i, np.float64(r), s[TERMINAL] != 0, reward, terminated, truncated,
-                                        elapsed_step, episode_return, elapsed, returns, needs_reset, limit, mode):
-                continue
-            final_obs[i] = obs[i]  # same_step autoreset: the episode ended, the env starts anew
-        _reset_one(s)
-        obs[i] = False
-        _draw(s, obs[i])
-        bookkeeping.started(i, not needs_reset[i], reward, terminated, truncated, elapsed_step, episode_return,
-                            elapsed, returns, needs_reset)
-
-
-@njit(cache=True, nogil=True)
-def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
-    """Reset envs `rows`; draw the k-th into obs[k]."""
-    for k in range(rows.size):
-        _reset_one(state[rows[k]])
-        _draw(state[rows[k]], obs[k])
-
-
-@njit(cache=True, nogil=True)
-def step(state, words, pos, last, rows, actions, action_set, sticky, ramping, obs, reward,
-         terminated):  # pragma: no cover - compiled
-    """Step envs `rows` (sticky action first, as minatar's `Environment.act`)."""
-    for k in range(rows.size):
-        i = rows[k]
-        a = rng.sticky_action(words, pos, last, i, action_set[actions[k]], sticky)
-        s = state[i]
-        reward[k] = _act(s, a, ramping)
-        terminated[k] = s[TERMINAL] != 0
-        _draw(s, obs[k])
-
-
 class SpaceInvaders(MinAtarFamily):
     """MinAtar/SpaceInvaders-v1: minatar's SpaceInvaders, minimal actions (no-op, left, right, fire)."""
 
     channels = 6
     state_size = STATE_SIZE
-    fused = staticmethod(fused)
+    kernels = game_kernels(_act, _reset_one, _draw, TERMINAL)
     minimal_actions = (0, LEFT, RIGHT, FIRE)
-
-    def _reset_rows(self, rows, obs):
-        reset(self.state, self.words, self.word_pos, rows, obs)
-
-    def _step_rows(self, rows, actions, obs, reward, terminated):
-        step(self.state, self.words, self.word_pos, self.last_action, rows, actions, self.action_set,
-             self.sticky_action_prob, self.difficulty_ramping, obs, reward, terminated)
 
 
 class SpaceInvadersAllActions(SpaceInvaders):

@@ -27,6 +27,6 @@ def make_atari(task_id: str, *, render_mode: str | None = None, **options: Any) 
         raise UnknownEnvError(f"Atari task {task_id!r} has no single-player mode in ALE")
     if task_id not in ids:
         raise UnknownEnvError(f"unknown Atari task id {task_id!r}{suggest(task_id, ids)}; "
-                              "ids look like 'Pong-v5' (see seedpool.envs.atari.atari_ids())")
+                              "ids look like 'Pong-v5' (see seedpool.envs.families.atari.factory.atari_ids())")
     AtariOptions.from_kwargs(options)  # fail on a typo before touching the ROM
     return AtariEnv(task_id[: -len(_SUFFIX)], render_mode=render_mode, **options)

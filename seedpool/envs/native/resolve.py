@@ -1,66 +1,29 @@
-"""Which tasks run natively, and their TaskSpec: registered ids and user `NativeEnv` classes.
+"""A native pool's TaskSpec: whether `make` runs a task natively, and with what.
 
-A registered id (gymnasium's classic control ids, or one a user registers) runs natively
-when `make(..., native=None)` (the default) can: backend "auto", and only options the
-family takes. `native=False` keeps the Python-env path (gymnasium's own envs,
-any backend); `native=True` insists, with an error saying why it cannot be.
+A registered id (seedpool/envs/registry.py: gymnasium's classic control ids, MinAtar's,
+MuJoCo's, or one a user registers) runs natively when `make(..., native=None)` (the
+default) can: backend "auto", and only options the family takes. `native=False` keeps the
+Python-env path (gymnasium's own envs, any backend); `native=True` insists, with an error
+saying why it cannot be. A `NativeEnv` subclass given as the task always runs natively.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 from typing import Any
 
 import gymnasium as gym
 
+from seedpool.envs import registry
 from seedpool.envs.errors import EnvPoolError
 from seedpool.envs.native.base import NativeEnv
 from seedpool.envs.spec import TaskSpec
 
-# Task id -> "module:Class" of its native family (imported on first use).
-_NATIVE: dict[str, str] = {
-    "CartPole-v1": "seedpool.envs.native.classic:CartPole",
-    "MountainCar-v0": "seedpool.envs.native.classic:MountainCar",
-    "MountainCarContinuous-v0": "seedpool.envs.native.classic:MountainCarContinuous",
-    "Pendulum-v1": "seedpool.envs.native.classic:Pendulum",
-    "Acrobot-v1": "seedpool.envs.native.acrobot:Acrobot",
-    # Need mujoco (its libmujoco, called from compiled code); without it these ids take the Python-env path.
-    "HalfCheetah-v5": "seedpool.envs.native.mujoco_envs:HalfCheetah",
-    "Hopper-v5": "seedpool.envs.native.mujoco_envs:Hopper",
-    "Walker2d-v5": "seedpool.envs.native.mujoco_envs:Walker2d",
-    "Ant-v5": "seedpool.envs.native.mujoco_envs:Ant",
-    "Humanoid-v5": "seedpool.envs.native.mujoco_envs:Humanoid",
-    "HumanoidStandup-v5": "seedpool.envs.native.mujoco_envs:HumanoidStandup",
-    "Swimmer-v5": "seedpool.envs.native.mujoco_envs:Swimmer",
-    "InvertedPendulum-v5": "seedpool.envs.native.mujoco_envs:InvertedPendulum",
-}
-# MinAtar's ids (-v1 minimal action sets, -v0 all six actions): native/minatar_family.py.
-_NATIVE.update({f"MinAtar/{game}-{version}": f"seedpool.envs.native.minatar_{game.lower()}:{game}{suffix}"
-                for game in ("Breakout", "SpaceInvaders", "Freeway", "Asterix", "Seaquest") for version, suffix in (("v1", ""), ("v0", "AllActions"))})
 _ARRAY_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 # By default only "auto" is native: a backend named explicitly asks for env objects stepped
 # that way (SB3's `venv.envs` with "serial"); native=True also accepts "serial" (in-process).
 _NATIVE_BACKENDS = ("auto", "serial")
-
-
-def register_native(task_id: str, family: type[NativeEnv] | str) -> None:
-    """Run `task_id` with a native family: a `NativeEnv` subclass or its "module:Class" path."""
-    if isinstance(family, type) and not issubclass(family, NativeEnv):
-        raise TypeError(f"a native family must subclass seedpool.envs.native.NativeEnv, got {family.__name__}")
-    _NATIVE[task_id] = family if isinstance(family, str) else f"{family.__module__}:{family.__qualname__}"
-
-
-def native_ids() -> list[str]:
-    """Every task id that has a native family."""
-    return sorted(_NATIVE)
-
-
-def family_class(task_id: str) -> type[NativeEnv]:
-    """The native family class of a registered id."""
-    module, _, name = _NATIVE[task_id].partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def family_options(cls: type[NativeEnv]) -> set[str]:
@@ -81,13 +44,13 @@ def native_spec(task: Any, native: bool | None, backend: str, num_envs: int, max
         if why:
             raise ValueError(f"{task.__name__} cannot run: {why}")
         return _spec(task.__name__, task, num_envs, max_episode_steps, options)
-    registered = isinstance(task, str) and task in _NATIVE
+    registered = registry.has_native(task)
     if native is False or (native is None and not registered):
         return None
     if not registered:
-        raise ValueError(f"native=True, but {task!r} has no native family; native ids: {native_ids()}")
+        raise ValueError(f"native=True, but {task!r} has no native family; native ids: {registry.native_ids()}")
     try:
-        cls = family_class(task)
+        cls = registry.family_class(task)
     except (ImportError, gym.error.DependencyNotInstalled) as err:  # a package the family needs is missing
         # (mujoco, or a mujoco without its C library, for the MuJoCo families): gymnasium's envs, or their error
         if native:

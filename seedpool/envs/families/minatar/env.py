@@ -7,7 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-# The top-level minatar package (this module is seedpool.envs.minatar.env).
+# The top-level minatar package (this module is seedpool.envs.families.minatar.env).
 from minatar import Environment
 
 _CELL_PIXELS = 16  # rendered size of one grid cell: 160x160 frames suit video encoders

@@ -33,10 +33,11 @@ from gymnasium.envs.mujoco.swimmer_v5 import SwimmerEnv
 from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 
 from seedpool.envs.native import bookkeeping, pcg64
-from seedpool.envs.native import mujoco_kernels as kernels
+from seedpool.envs.families.mujoco import kernels
 from seedpool.envs.native.base import NativeEnv, Rows
-from seedpool.envs.native.mujoco_sim import DataSims, RowThreads
+from seedpool.envs.families.mujoco.sim import DataSims, RowThreads
 from seedpool.envs.native.part_ring import CompiledStep, PartRing
+from seedpool.envs.native.threads import available_cores
 
 
 class MujocoFamily(NativeEnv):
@@ -112,9 +113,7 @@ class MujocoFamily(NativeEnv):
     def _layout(self, threads: int | None) -> tuple[int, str, bool | None]:
         """How many threads step a batch, why, and whether they always split (None: as measured)."""
         if threads is None:
-            from seedpool.envs.make import usable_cores  # make imports this package's registry
-
-            cores = usable_cores()
+            cores = available_cores()
             k = min(cores, self.num_envs)
             if k < 2:
                 return 1, f"one thread: {k} usable core(s) or env(s)", None

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import mujoco
 import numpy as np
 
-from seedpool.envs.native import mujoco_kernels as kernels
+from seedpool.envs.families.mujoco import kernels
 from seedpool.envs.native.threads import ShardThreads, SplitTimer
 
 FUNCTIONS = kernels.c_functions()  # on import: without MuJoCo's C library the family cannot be imported

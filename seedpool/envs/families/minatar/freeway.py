@@ -1,4 +1,4 @@
-"""MinAtar Freeway as a native family (see minatar_family.py).
+"""MinAtar Freeway as a native family (see family.py).
 
 A chicken crosses eight lanes of cars from the bottom row to the top (+1 per crossing,
 after which the cars get new random speeds and directions); a car that hits it sends it
@@ -8,13 +8,12 @@ Channels: chicken, car, then the car's trail by speed (1 to 5).
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, types
 
-from seedpool.envs.native import bookkeeping
-from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import DOWN, OBS, ROW, UP, MinAtarFamily
-from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
+from seedpool.envs.families.minatar import rng
+from seedpool.envs.families.minatar.family import DOWN, OBS, ROW, UP, MinAtarFamily
+from seedpool.envs.families.minatar.kernels import game_kernels
+from seedpool.envs.families.minatar.rng import POS_T, WORDS_T
 
 PLAYER_SPEED = 3
 TIME_LIMIT = 2500
@@ -48,8 +47,8 @@ def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     s[TERMINAL] = 0
 
 
-@njit(types.int64(ROW, types.int64, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
-def _act(s, a, words, pos, i):  # pragma: no cover - compiled
+@njit(types.int64(ROW, types.int64, types.boolean, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
+def _act(s, a, ramping, words, pos, i):  # pragma: no cover - compiled
     """One step of one env with minatar action `a`; returns the reward."""
     if s[TERMINAL]:
         return 0
@@ -95,65 +94,13 @@ def _draw(s, obs):  # pragma: no cover - compiled
         obs[1 + abs(speed), y, back_x] = True  # speed 1..5: channels 2..6
 
 
-@njit(cache=True, nogil=True)
-def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
-          truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
-          mode):  # pragma: no cover - compiled
-    """MinAtarFamily.step_autoreset: envs `rows` step (or reset, when marked) with the engine's
-    bookkeeping (the arguments from `reward` on are a `Book`'s fields), drawn into the pool's rows."""
-    for k in range(rows.size):
-        i = rows[k]
-        s = state[i]
-        if not needs_reset[i]:
-            a = rng.sticky_action(words, pos, last, i, action_set[actions[i]], sticky)
-            r = _act(s, a, words, pos, i)
-            obs[i] = False
-            _draw(s, obs[i])
-            if not bookkeeping.end_step(i, np.float64(r), s[TERMINAL] != 0, reward, terminated, truncated,
-                                        elapsed_step, episode_return, elapsed, returns, needs_reset, limit, mode):
-                continue
-            final_obs[i] = obs[i]  # same_step autoreset: the episode ended, the env starts anew
-        _reset_one(s, words, pos, i)
-        obs[i] = False
-        _draw(s, obs[i])
-        bookkeeping.started(i, not needs_reset[i], reward, terminated, truncated, elapsed_step, episode_return,
-                            elapsed, returns, needs_reset)
-
-
-@njit(cache=True, nogil=True)
-def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
-    """Reset envs `rows`; draw the k-th into obs[k]."""
-    for k in range(rows.size):
-        _reset_one(state[rows[k]], words, pos, rows[k])
-        _draw(state[rows[k]], obs[k])
-
-
-@njit(cache=True, nogil=True)
-def step(state, words, pos, last, rows, actions, action_set, sticky, obs, reward, terminated):  # pragma: no cover
-    """Step envs `rows` (sticky action first, as minatar's `Environment.act`)."""
-    for k in range(rows.size):
-        i = rows[k]
-        a = rng.sticky_action(words, pos, last, i, action_set[actions[k]], sticky)
-        s = state[i]
-        reward[k] = _act(s, a, words, pos, i)
-        terminated[k] = s[TERMINAL] != 0
-        _draw(s, obs[k])
-
-
 class Freeway(MinAtarFamily):
     """MinAtar/Freeway-v1: minatar's Freeway, minimal actions (no-op, up, down)."""
 
     channels = 7
     state_size = STATE_SIZE
-    fused = staticmethod(fused)
+    kernels = game_kernels(_act, _reset_one, _draw, TERMINAL)
     minimal_actions = (0, UP, DOWN)
-
-    def _reset_rows(self, rows, obs):
-        reset(self.state, self.words, self.word_pos, rows, obs)
-
-    def _step_rows(self, rows, actions, obs, reward, terminated):
-        step(self.state, self.words, self.word_pos, self.last_action, rows, actions, self.action_set,
-             self.sticky_action_prob, obs, reward, terminated)
 
 
 class FreewayAllActions(Freeway):

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from seedpool.envs.native.base import NativeEnv
-from seedpool.envs.native.registry import family_class
+from seedpool.envs.registry import family_class
 from seedpool.envs.spec import peel
 
 

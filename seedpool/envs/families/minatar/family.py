@@ -1,36 +1,38 @@
 """MinAtar (Young & Tian 2019) as native families: the five games, every env of a pool in one call.
 
-Each game (minatar_breakout.py, ...) keeps the state of all its envs in one int32 array, a
+Each game (breakout.py, ...) keeps the state of all its envs in one int32 array, a
 row per env (named columns, and 10x10 maps as 100 columns where the game has them), and
 steps the rows of a batch in one numba kernel, as the `minatar` package (1.0.15) steps one
 game: sticky actions (the previous action repeats with probability `sticky_action_prob`,
 drawn on every step), difficulty ramping, and every random draw from the env's own MT19937
-generator in the package's order (minatar_rng.py). `reset(seed=s)` makes that generator
+generator in the package's order (rng.py). `reset(seed=s)` makes that generator
 `RandomState(s)`, as `minatar`'s `Environment.seed(s)` does: the same seeds and actions give
 the same episodes, observations `bool [C, 10, 10]` as seedpool's Python-env MinAtar ids give
 them (tests/test_native_minatar.py compares them). The `minatar` package is not needed.
 
-Each game also has a fused kernel (`step_autoreset`): sticky actions, the game, the engine's
-bookkeeping and autoreset of a whole batch in one call, drawn straight into the pool's rows
-(Breakout's updates the few cells that change; the others redraw the row).
+A game writes its per-env functions (reset, act, draw); kernels.py builds the batch loops
+from them, among them a fused kernel (`step_autoreset`): sticky actions, the game, the
+engine's bookkeeping and autoreset of a whole batch in one call, drawn straight into the
+pool's rows (Breakout's updates the few cells that change; the others redraw the row).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
 from numba import njit, types
 
-from seedpool.envs.native import minatar_rng
+from seedpool.envs.families.minatar import rng as minatar_rng
+from seedpool.envs.families.minatar.kernels import GameKernels
 from seedpool.envs.native.base import NativeEnv, Rows
 
 # minatar's six actions, by index: no-op, left, up, right, down, fire.
 NOOP, LEFT, UP, RIGHT, DOWN, FIRE = range(6)
 
 
-ROW = types.int32[::1]  # one env's state row (the kernels' argument types: see minatar_rng.py)
+ROW = types.int32[::1]  # one env's state row (the kernels' argument types: see rng.py)
 OBS = types.boolean[:, :, ::1]  # one env's observation [C, 10, 10]
 
 
@@ -65,7 +67,7 @@ def move(s, dst, src, n):  # pragma: no cover - compiled
 
 
 class MinAtarFamily(NativeEnv):
-    """One MinAtar game, `num_envs` at once; a subclass per game names its kernels and state.
+    """One MinAtar game, `num_envs` at once; a subclass per game names its kernels and state size.
 
     Ids ending in -v1 act with the game's minimal action set, -v0 with all six actions.
     Options are those of the Python-env ids: `sticky_action_prob` (0.1) and `difficulty_ramping`.
@@ -74,10 +76,7 @@ class MinAtarFamily(NativeEnv):
     channels: int  # the game's observation channels
     state_size: int  # int32 columns of one env's state
     minimal_actions: tuple[int, ...]  # the game's minimal action set, as minatar lists it
-    # The game's step of a batch with the engine's bookkeeping and autoreset (`step_autoreset`):
-    # a numba kernel taking (state, words, pos, last, action_set, sticky, ramping, rows, actions,
-    # obs, final_obs, *book).
-    fused: Callable[..., None]
+    kernels: GameKernels  # the game's batch loops (`game_kernels` of its per-env functions)
     all_actions = False  # -v0 ids: the six actions
     max_episode_steps = None  # MinAtar has no time limit of its own (Freeway's is a termination)
     pure_step = False  # a step draws from the env's generator
@@ -133,14 +132,15 @@ class MinAtarFamily(NativeEnv):
     def step_autoreset(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, final_obs: np.ndarray,
                        book: Any) -> None:
         """NativeEnv's fused step: one numba call of the game's `fused` kernel."""
-        self.fused(self.state, self.words, self.word_pos, self.last_action, self.action_set, self.sticky_action_prob,
+        self.kernels.fused(self.state, self.words, self.word_pos, self.last_action, self.action_set, self.sticky_action_prob,
                    self.difficulty_ramping, rows, actions, obs, final_obs, *book)
 
     def _reset_rows(self, rows: np.ndarray, obs: np.ndarray) -> None:
         """Reset envs `rows` and draw their observations into `obs` (the game's kernel)."""
-        raise NotImplementedError
+        self.kernels.reset(self.state, self.words, self.word_pos, rows, obs)
 
     def _step_rows(self, rows: np.ndarray, actions: np.ndarray, obs: np.ndarray, reward: np.ndarray,
                    terminated: np.ndarray) -> None:
         """Step envs `rows` with action indices `actions`; write the k-th rows of the outputs."""
-        raise NotImplementedError
+        self.kernels.step(self.state, self.words, self.word_pos, self.last_action, rows, actions, self.action_set,
+                          self.sticky_action_prob, self.difficulty_ramping, obs, reward, terminated)

@@ -21,7 +21,8 @@ from gymnasium.envs.classic_control import (
     utils,
 )
 
-from seedpool.envs.native import kernels, pcg64
+from seedpool.envs.families.classic import kernels
+from seedpool.envs.native import pcg64
 from seedpool.envs.native.base import NativeEnv, Rows, reset_options
 
 KERNELS = ("numba", "numpy")

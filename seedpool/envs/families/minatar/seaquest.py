@@ -1,4 +1,4 @@
-"""MinAtar Seaquest as a native family (see minatar_family.py).
+"""MinAtar Seaquest as a native family (see family.py).
 
 A submarine shoots fish and enemy subs (+1 each), which cross the rows and enemy subs fire
 back; it collects divers and must surface before its oxygen runs out. Surfacing with six
@@ -6,19 +6,18 @@ divers gives a bonus for the oxygen left; surfacing with none ends the episode. 
 surfacing with divers speeds enemies up while ramping. Channels: sub front, sub back,
 friendly bullet, trail, enemy bullet, enemy fish, enemy sub, oxygen gauge, diver gauge, diver.
 
-The state row's layout and minatar's list semantics are in minatar_seaquest_lists.py.
+The state row's layout and minatar's list semantics are in seaquest_lists.py.
 """
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, types
 
-from seedpool.envs.native import bookkeeping
-from seedpool.envs.native import minatar_rng as rng
-from seedpool.envs.native.minatar_family import DOWN, FIRE, LEFT, OBS, RIGHT, ROW, UP, MinAtarFamily, fill
-from seedpool.envs.native.minatar_rng import POS_T, WORDS_T
-from seedpool.envs.native.minatar_seaquest_lists import (
+from seedpool.envs.families.minatar import rng
+from seedpool.envs.families.minatar.family import DOWN, FIRE, LEFT, OBS, RIGHT, ROW, UP, MinAtarFamily, fill
+from seedpool.envs.families.minatar.kernels import game_kernels
+from seedpool.envs.families.minatar.rng import POS_T, WORDS_T
+from seedpool.envs.families.minatar.seaquest_lists import (
     SUB_X, SUB_Y, SUB_RIGHT, OXYGEN, DIVER_COUNT, E_SPAWN_SPEED, E_SPAWN_TIMER, D_SPAWN_TIMER, MOVE_SPEED,
     RAMP_INDEX, SHOT_TIMER, SURFACE, TERMINAL, N_FRIENDLY, N_FISH, N_SUBS, X, Y, DIR,
     TIMER, SHOT, FRIENDLY_BULLETS, ENEMY_BULLETS, FISH, SUBS, DIVERS, STATE_SIZE, LIST, col, append,
@@ -65,8 +64,8 @@ def _shot_by_friendly(s, lst, at):  # pragma: no cover - compiled
 
 
 # -- the game -------------------------------------------------------------------------------
-@njit(types.void(ROW), cache=True, nogil=True)
-def _reset_one(s):  # pragma: no cover - compiled
+@njit(types.void(ROW, WORDS_T, POS_T, types.int64), cache=True, nogil=True)
+def _reset_one(s, words, pos, i):  # pragma: no cover - compiled
     fill(s, 0, s.size, 0)
     s[OXYGEN] = MAX_OXYGEN
     s[SUB_X] = 5
@@ -293,66 +292,13 @@ def _draw(s, obs):  # pragma: no cover - compiled
     _draw_list(s, DIVERS, 9, True, obs)
 
 
-@njit(cache=True, nogil=True)
-def fused(state, words, pos, last, action_set, sticky, ramping, rows, actions, obs, final_obs, reward, terminated,
-          truncated, elapsed_step, episode_return, elapsed, returns, needs_reset, limit,
-          mode):  # pragma: no cover - compiled
-    """MinAtarFamily.step_autoreset: envs `rows` step (or reset, when marked) with the engine's
-    bookkeeping (the arguments from `reward` on are a `Book`'s fields), drawn into the pool's rows."""
-    for k in range(rows.size):
-        i = rows[k]
-        s = state[i]
-        if not needs_reset[i]:
-            a = rng.sticky_action(words, pos, last, i, action_set[actions[i]], sticky)
-            r = _act(s, a, ramping, words, pos, i)
-            obs[i] = False
-            _draw(s, obs[i])
-            if not bookkeeping.end_step(i, np.float64(r), s[TERMINAL] != 0, reward, terminated, truncated,
-                                        elapsed_step, episode_return, elapsed, returns, needs_reset, limit, mode):
-                continue
-            final_obs[i] = obs[i]  # same_step autoreset: the episode ended, the env starts anew
-        _reset_one(s)
-        obs[i] = False
-        _draw(s, obs[i])
-        bookkeeping.started(i, not needs_reset[i], reward, terminated, truncated, elapsed_step, episode_return,
-                            elapsed, returns, needs_reset)
-
-
-@njit(cache=True, nogil=True)
-def reset(state, words, pos, rows, obs):  # pragma: no cover - compiled
-    """Reset envs `rows`; draw the k-th into obs[k]."""
-    for k in range(rows.size):
-        _reset_one(state[rows[k]])
-        _draw(state[rows[k]], obs[k])
-
-
-@njit(cache=True, nogil=True)
-def step(state, words, pos, last, rows, actions, action_set, sticky, ramping, obs, reward,
-         terminated):  # pragma: no cover - compiled
-    """Step envs `rows` (sticky action first, as minatar's `Environment.act`)."""
-    for k in range(rows.size):
-        i = rows[k]
-        a = rng.sticky_action(words, pos, last, i, action_set[actions[k]], sticky)
-        s = state[i]
-        reward[k] = _act(s, a, ramping, words, pos, i)
-        terminated[k] = s[TERMINAL] != 0
-        _draw(s, obs[k])
-
-
 class Seaquest(MinAtarFamily):
     """MinAtar/Seaquest-v1: minatar's Seaquest (its minimal action set is all six actions)."""
 
     channels = 10
     state_size = STATE_SIZE
-    fused = staticmethod(fused)
+    kernels = game_kernels(_act, _reset_one, _draw, TERMINAL)
     minimal_actions = (0, LEFT, UP, RIGHT, DOWN, FIRE)
-
-    def _reset_rows(self, rows, obs):
-        reset(self.state, self.words, self.word_pos, rows, obs)
-
-    def _step_rows(self, rows, actions, obs, reward, terminated):
-        step(self.state, self.words, self.word_pos, self.last_action, rows, actions, self.action_set,
-             self.sticky_action_prob, self.difficulty_ramping, obs, reward, terminated)
 
 
 class SeaquestAllActions(Seaquest):
