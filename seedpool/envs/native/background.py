@@ -7,8 +7,8 @@ batch's part on lane k > 0 to that lane's persistent thread at once, and `wait(n
 lane 0's parts in the calling thread (the oldest first, and newer ones while it waits for the
 threads) and collects finished batches, oldest first. With 16 envs in batches of 8 on two
 lanes, the caller steps one batch while the thread steps the other: both cores are busy, as
-in EnvPool's async mode. (Lane 0 on a thread of its own as well measured slower on this
-2-core machine: three threads took turns on two cores, docs/engine.md.)
+in EnvPool's async mode. (Lane 0 on a thread of its own as well measured slower where
+three threads take turns on two cores: docs/engine.md, "MuJoCo".)
 
 Shared lanes (`NativeEnv.background_shared`, the MuJoCo families): any thread may step any
 env, so a batch is cut into one contiguous part per thread and every part goes into one

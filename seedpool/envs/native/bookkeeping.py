@@ -57,7 +57,7 @@ def load_numba() -> None:
 
 
 # Inlined into the family's loop (numba's inline): as calls, or reading the arrays out of a
-# tuple, they made a fused CartPole step 2-3x slower per env.
+# tuple, they made a fused CartPole step slower per env (benchmarks/results/native_profile.md).
 @njit(cache=True, nogil=True, inline="always")
 def end_step(i, reward, terminated, out_reward, out_terminated, out_truncated, elapsed_step, episode_return,
              elapsed, returns, needs_reset, limit, mode):  # pragma: no cover - compiled

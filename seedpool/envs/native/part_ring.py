@@ -205,8 +205,8 @@ class PartRing:
             thread.start()
             self._threads.append(thread)
         # Envs per part: one, as EnvPool's threads take single envs. Whichever thread is free
-        # takes the next env, so the threads end a batch together (a sync step of 8 Ant envs
-        # 1.08-1.21x EnvPool against 0.98-1.09x with a part per thread, docs/engine.md).
+        # takes the next env, so the threads end a batch together (measured against a part per
+        # thread in benchmarks/results/native_mujoco.md).
         self.part_size = 1
 
     def post(self, ids: list[int] | np.ndarray) -> tuple[int, int]:

@@ -148,12 +148,11 @@ class SplitTimer:
 
     What it times is the whole stretch from one call to the next, not the call alone, in
     windows long enough to hold the scheduler's turns: on a loaded machine one thread's calls
-    are quick while it holds a core, and then it waits. Measured on this shared 2-core machine
-    (docs/engine.md), the median call favoured one thread where two ran 1.6-2x as fast. Even
-    whole windows favour one thread there: the calling thread sleeps through part of each
-    split window, and the scheduler pays that back in the next unsplit one (one-thread
-    windows measured 53-57 us per env step between split ones, 63-155 us when one thread ran
-    on its own, two threads 51-68). So it splits unless one thread measured faster by more than
+    are quick while it holds a core, and then it waits, so the median call can favour one
+    thread where two are faster. Even whole windows can favour one thread: the calling thread
+    sleeps through part of each split window, and the scheduler pays that back in the next
+    unsplit one (the measurements are in docs/engine.md, "MuJoCo", and
+    benchmarks/results/native_split.md). So it splits unless one thread measured faster by more than
     `margin` (a fraction), which still catches a helper that finds no core (another process's
     threads spinning on it) or a batch too small to share.
 

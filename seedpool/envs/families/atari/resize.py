@@ -5,8 +5,8 @@ A default Atari step resizes its 210x160 frame to 84x84 with `cv2.resize(..., IN
 path: a weighted sum over each output pixel's footprint, computed per source row along x
 (``buf[dx] = sum_k alpha_k * src[sy, sx_k]``, in float, taps in ascending ``sx``) and then
 down the rows (``sum[dx] = beta_0 * buf_0[dx]``, then ``sum[dx] += beta_j * buf_j[dx]``),
-rounded to nearest-even and saturated. That routine is scalar and took ~50 us per frame
-here, a sixth of a Pong step.
+rounded to nearest-even and saturated. That routine is scalar and a large share of a Pong
+step (benchmarks/results/atari_resize.md).
 
 This module does the same arithmetic in the same order, with each axis's tap table padded to
 its widest footprint (a zero weight adds exactly 0.0) and the loops taken tap by tap, so that
