@@ -7,8 +7,8 @@
     seedpool plot RUN_DIR... [--out curves.png]
     seedpool bench ...
 
-Each training algorithm is one entry of ``TRAINERS``: its config class, its per-env
-defaults and its train function (see docs/training.md to add one).
+Each training algorithm is one entry of ``TRAINERS`` (`seedpool.algorithms`): its config
+class, its per-env defaults and its train function (see docs/training.md to add one).
 """
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import tyro
 
+from seedpool.algorithms import TRAINERS, Trainer
+from seedpool.algorithms import load as _load
 from seedpool.errors import SeedpoolError
 
 USAGE = """usage: seedpool {train,eval,plot,bench} ...
@@ -40,37 +42,6 @@ USAGE = """usage: seedpool {train,eval,plot,bench} ...
 """
 
 
-class Trainer(NamedTuple):
-    """How the CLI reaches an algorithm: "module:attribute" paths, imported on use."""
-
-    config: str  # the dataclass of its options (tyro parses it)
-    defaults: str  # env_id -> config instance with that env's well-known settings
-    train: str  # config -> RunResult
-    upgrade: str | None = None  # config dict of an older run folder -> today's option names
-    renamed: str | None = None  # {(section, old name): new name}: old spellings still accepted on the command line
-    converted: str | None = None  # [Converted]: old options whose value converts (command line and run folders)
-
-
-TRAINERS: dict[str, Trainer] = {
-    "ppo": Trainer("seedpool.trainers.ppo:PPOTrainConfig", "seedpool.trainers.ppo:ppo_defaults",
-                   "seedpool.trainers.ppo:train_ppo"),
-    "impala": Trainer("seedpool.trainers.impala:IMPALATrainConfig", "seedpool.trainers.impala:impala_defaults",
-                      "seedpool.trainers.impala:train_impala", "seedpool.trainers.impala:upgrade_config"),
-    "dqn": Trainer("seedpool.trainers.dqn:DQNTrainConfig", "seedpool.trainers.dqn:dqn_defaults",
-                   "seedpool.trainers.dqn:train_dqn", "seedpool.trainers.dqn:upgrade_config",
-                   "seedpool.trainers.dqn:RENAMED", "seedpool.trainers.dqn:CONVERTED"),
-    "apex": Trainer("seedpool.trainers.apex:ApexTrainConfig", "seedpool.trainers.apex:apex_defaults",
-                    "seedpool.trainers.apex:train_apex", "seedpool.trainers.apex:upgrade_config",
-                    "seedpool.trainers.apex:RENAMED", "seedpool.trainers.apex:CONVERTED"),
-    "r2d2": Trainer("seedpool.trainers.r2d2:R2D2TrainConfig", "seedpool.trainers.r2d2:r2d2_defaults",
-                    "seedpool.trainers.r2d2:train_r2d2", "seedpool.trainers.r2d2:upgrade_config",
-                    converted="seedpool.trainers.r2d2:CONVERTED"),
-    "sac": Trainer("seedpool.trainers.sac:SACTrainConfig", "seedpool.trainers.sac:sac_defaults",
-                   "seedpool.trainers.sac:train_sac"),
-    "td3": Trainer("seedpool.trainers.td3:TD3TrainConfig", "seedpool.trainers.td3:td3_defaults",
-                   "seedpool.trainers.td3:train_td3"),
-}
-
 EXIT_BUG = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -78,11 +49,6 @@ EXIT_INTERRUPTED = 130
 
 class UsageError(SeedpoolError):
     """Bad command-line input; the message says what to do."""
-
-
-def _load(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def _option(argv: list[str], name: str) -> str | None:

@@ -1,9 +1,10 @@
 """Evaluate a run's saved policy: returns over N episodes, and an optional video of one.
 
-Works for any algorithm whose checkpoint holds ``model`` (an :class:`ActorCritic` state, a Q
-network's for the value-based algorithms, a `ContinuousAgent`'s for SAC and TD3) and whose
-config.json holds ``env``, ``env_options`` and ``model`` (a ModelConfig, a QModelConfig or a
-ContinuousModelConfig). Value-based agents are evaluated greedily.
+Works for any algorithm whose checkpoint holds ``model`` and whose config.json holds
+``env``, ``env_options`` and ``model``. The algorithm's entry in `seedpool.algorithms` names
+its `seedpool.models.greedy.EvalPolicy`: the model config class to read ``model`` as, and how
+to rebuild the network so that it acts (Q networks greedily, actor-critics by their head,
+SAC's and TD3's actors in the action bounds, recurrent ones with their state carried).
 """
 from __future__ import annotations
 
@@ -15,19 +16,15 @@ import numpy as np
 import torch
 
 from seedpool.actors.actions import env_actions
+from seedpool.algorithms import eval_policy_path, load
 from seedpool.actors.memory import PolicyMemory
 from seedpool.algos.dqn import POLICY_AVERAGE
 from seedpool.errors import ConfigError
 from seedpool.experiment.checkpoint import load_checkpoint
 from seedpool.experiment.config import config_from_dict
 from seedpool.experiment.run import CHECKPOINT_FILE, RunDirError, read_run_config
-from seedpool.models import ActorCritic, ModelConfig, QModelConfig, is_recurrent, make_policy, make_q_network
-from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
-
-# Algorithms whose checkpoint's model is a Q network (acting greedily on it).
-VALUE_BASED = {"dqn", "apex"}
-# Off-policy continuous algorithms -> whether their actor is stochastic (a squashed Gaussian).
-CONTINUOUS_OFF_POLICY = {"sac": True, "td3": False}
+from seedpool.models import ActorCritic, is_recurrent
+from seedpool.models.greedy import EvalPolicy
 
 # Training-only task options that would distort an evaluation of the real task.
 _TRAINING_ONLY = {"episodic_life": False, "reward_clip": False}
@@ -50,24 +47,15 @@ class EvalResult:
         return float(np.std(self.returns))
 
 
-def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> ActorCritic:
-    """The policy saved in a run folder, rebuilt for ``spaces`` = (obs_space, action_space)."""
+def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> torch.nn.Module:
+    """The policy saved in a run folder, rebuilt for ``spaces`` = (obs_space, action_space) as its
+    algorithm's `EvalPolicy` says, in eval mode."""
     algo, cfg = read_run_config(run_dir)
     state = load_checkpoint(Path(run_dir) / CHECKPOINT_FILE, algo, map_location=device)
     if "model" not in state or "model" not in cfg:
         raise RunDirError(f"{run_dir}: the '{algo}' checkpoint has no policy network to evaluate")
-    if algo == "r2d2":  # a recurrent Q network: greedy, its state carried like a recurrent policy's
-        from seedpool.models.recurrent_q import GreedyRecurrentQ, RecurrentQModelConfig, make_recurrent_q_network
-
-        q_net = make_recurrent_q_network(*spaces, config_from_dict(RecurrentQModelConfig, cfg["model"]))
-        policy = GreedyRecurrentQ(q_net).to(device)
-    elif algo in VALUE_BASED:
-        policy = GreedyPolicy(make_q_network(*spaces, config_from_dict(QModelConfig, cfg["model"]))).to(device)
-    elif algo in CONTINUOUS_OFF_POLICY:
-        model_cfg = config_from_dict(ContinuousModelConfig, cfg["model"])
-        policy = ContinuousAgent(*spaces, model_cfg, stochastic=CONTINUOUS_OFF_POLICY[algo]).to(device)
-    else:
-        policy = make_policy(*spaces, config_from_dict(ModelConfig, cfg["model"])).to(device)
+    kind: EvalPolicy = load(eval_policy_path(algo))
+    policy = kind.build(*spaces, config_from_dict(kind.config, cfg["model"])).to(device)
     try:
         # A Q-learner that keeps an average of its weights as its policy saves it with its own state.
         average = (state.get("learner") or {}).get(POLICY_AVERAGE)
@@ -75,22 +63,6 @@ def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> ActorCritic:
     except RuntimeError as err:
         raise RunDirError(f"{run_dir}: the checkpoint does not fit the configured network ({err})") from None
     return policy.eval()
-
-
-class GreedyPolicy(torch.nn.Module):
-    """A Q network behind the policy face evaluation uses: the action of the highest value."""
-
-    def __init__(self, q_net: torch.nn.Module) -> None:
-        super().__init__()
-        self.q_net = q_net
-
-    def load_state_dict(self, state, strict: bool = True):
-        """Load the Q network's own state (checkpoints hold it unwrapped)."""
-        return self.q_net.load_state_dict(state, strict)
-
-    def act(self, obs: torch.Tensor, deterministic: bool = True) -> tuple[torch.Tensor, None, None]:
-        """Greedy actions (``deterministic`` is moot: evaluation of Q-learning is greedy)."""
-        return self.q_net(obs).argmax(dim=1), None, None
 
 
 def eval_env_options(cfg: dict) -> dict:

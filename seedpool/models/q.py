@@ -68,6 +68,22 @@ class QNetwork(nn.Module):
         return self.head(self.features(obs)).float()
 
 
+class GreedyQ(nn.Module):
+    """A Q network behind the policy face evaluation uses: ``act(obs)`` takes the action of the highest value."""
+
+    def __init__(self, q_net: nn.Module) -> None:
+        super().__init__()
+        self.q_net = q_net
+
+    def load_state_dict(self, state, strict: bool = True):
+        """Load the Q network's own state (checkpoints hold it unwrapped)."""
+        return self.q_net.load_state_dict(state, strict)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> tuple[torch.Tensor, None, None]:
+        """Greedy actions (``deterministic`` is moot: evaluation of Q-learning is greedy)."""
+        return self.q_net(obs).argmax(dim=1), None, None
+
+
 class MLPQNetwork(QNetwork):
     """ReLU MLP on flattened observations; the last hidden layer belongs to the head.
 
