@@ -125,6 +125,6 @@ class EnvPoolSurface:
         raise NotImplementedError(
             "seedpool pools do not render. To watch an env, build one with render_mode='rgb_array' "
             "(e.g. gymnasium.make(id, render_mode='rgb_array'), or for Atari ids "
-            "seedpool.envs.atari.make_atari(id, render_mode='rgb_array')) and call its render(); "
+            "seedpool.envs.families.atari.make_atari(id, render_mode='rgb_array')) and call its render(); "
             "for a trained run, `seedpool eval RUN_DIR --video`"
         )
