@@ -1,30 +1,11 @@
 """seedpool: fast deep RL — an EnvPool-class engine for any Gymnasium env, central inference, PPO and IMPALA."""
 
-from seedpool.envs import (
-    ClosedError,
-    EnvPool,
-    EnvPoolError,
-    EnvStepError,
-    StepTimeoutError,
-    WorkerDiedError,
-    make,
-)
+from seedpool.envs import *  # noqa: F403 - the engine's names are the package's
+from seedpool.envs import __all__ as _ENGINE_NAMES
 from seedpool.envs.vector import make_vec
 
 __version__ = "0.1.0"
-__all__ = [
-    "make",
-    "make_vec",
-    "EnvPool",
-    "EnvPoolError",
-    "EnvStepError",
-    "WorkerDiedError",
-    "StepTimeoutError",
-    "ClosedError",
-    "build_run",
-    "load_run",
-    "__version__",
-]
+__all__ = [*_ENGINE_NAMES, "make_vec", "build_run", "load_run", "__version__"]
 
 
 def __getattr__(name: str) -> object:

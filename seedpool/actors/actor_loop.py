@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from seedpool.actors.pool_source import SourceRetired
+from seedpool.actors.thread_loop import ThreadLoop
 from seedpool.inference.batcher import Reply, Request
 from seedpool.inference.server import InferenceServer
 from seedpool.inference.sources import Source
@@ -44,14 +45,14 @@ class EpisodeLog:
         return out
 
 
-class ActorLoop:
+class ActorLoop(ThreadLoop):
     """Drives one source in a thread, feeding `server`; stops on `stop` or on an error."""
 
     def __init__(self, source: Source, server: InferenceServer, slot_offset: int,
                  episodes: EpisodeLog, stop: threading.Event, running: threading.Event | None = None) -> None:
         """``running``: while cleared, the loop holds before its next step (a paused run)."""
+        super().__init__(self._run, f"actor@{slot_offset}", running)
         self.source = source
-        self.running = running
         self.server = server
         self.slot_offset = slot_offset
         self.episodes = episodes
@@ -61,17 +62,6 @@ class ActorLoop:
         self._lock = threading.Lock()
         self._env_s = 0.0
         self._wait_s = 0.0
-        self._thread = threading.Thread(target=self._run, name=f"actor@{slot_offset}", daemon=True)
-
-    def start(self) -> "ActorLoop":
-        """Start the thread."""
-        self._thread.start()
-        return self
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the thread to finish (no-op if it never started: the serial twin)."""
-        if self._thread.ident is not None:
-            self._thread.join(timeout)
 
     def read_times(self) -> tuple[float, float]:
         """(seconds in the envs, seconds waiting for actions) since the last read."""
@@ -84,8 +74,7 @@ class ActorLoop:
         try:
             self.source.start()
             while not self.stop.is_set():
-                if self.running is not None and not self.running.is_set():
-                    self.running.wait(0.2)
+                if self.held():
                     continue
                 if not self._step():
                     break

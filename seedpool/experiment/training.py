@@ -89,20 +89,11 @@ class Training:
         self._finished: RunResult | None = None
 
     # -- reading ------------------------------------------------------------------------------
-    @property
-    def step(self) -> int:
-        """Env steps taken so far (summed over envs, earlier segments of a resumed run included)."""
-        return self.run.step
-
-    @property
-    def dir(self) -> Path:
-        """The run folder."""
-        return self.run.dir
-
-    @property
-    def recent_return(self) -> float:
-        """Mean return of the last 20 episodes (NaN before the first)."""
-        return self.run.recent_return
+    step = property(lambda self: self.run.step,
+                    doc="Env steps taken so far (summed over envs, earlier segments of a resumed run included).")
+    dir = property(lambda self: self.run.dir, doc="The run folder.")
+    recent_return = property(lambda self: self.run.recent_return,
+                             doc="Mean return of the last 20 episodes (NaN before the first).")
 
     @property
     def metrics(self) -> dict[str, float]:

@@ -5,36 +5,26 @@ import copy
 import threading
 import time
 
+from seedpool.actors.thread_loop import ThreadLoop
 from seedpool.algos.learner import Learner
 from seedpool.inference.server import InferenceServer
 from seedpool.inference.unroll_queue import QueueClosed, UnrollQueue
 
 
-class LearnerThread:
+class LearnerThread(ThreadLoop):
     """Consumes `unrolls_per_batch` unrolls at a time, updates, publishes; stops the run on an error."""
 
     def __init__(self, learner: Learner, queue: UnrollQueue, server: InferenceServer,
                  unrolls_per_batch: int, stop: threading.Event, running: threading.Event | None = None) -> None:
         """``running``: while cleared, the thread holds before its next batch (a paused run)."""
+        super().__init__(self._run, "learner", running)
         self.learner, self.queue, self.server = learner, queue, server
-        self.running = running
         self.unrolls_per_batch = unrolls_per_batch
         self.stop = stop
         self.error: BaseException | None = None
         self.lock = threading.Lock()  # held during an update: checkpoints see whole versions
         self.metrics: dict[str, float] = {}
         self.wait_s = self.learn_s = 0.0
-        self._thread = threading.Thread(target=self._run, name="learner", daemon=True)
-
-    def start(self) -> "LearnerThread":
-        """Start the thread."""
-        self._thread.start()
-        return self
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the thread to end (no-op if it never started: the serial twin)."""
-        if self._thread.ident is not None:
-            self._thread.join(timeout)
 
     def step(self, timeout: float | None) -> bool:
         """Train on one batch if one arrives within `timeout`; False if none did."""
@@ -54,8 +44,7 @@ class LearnerThread:
     def _run(self) -> None:
         try:
             while not self.stop.is_set():
-                if self.running is not None and not self.running.is_set():
-                    self.running.wait(0.2)
+                if self.held():
                     continue
                 self.step(timeout=0.2)
         except QueueClosed:
