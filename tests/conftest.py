@@ -154,6 +154,17 @@ def force_layout(monkeypatch):
 # free. The Ray tests share one group: each starts a local Ray cluster, and two at once on one
 # machine would compete for its ports and memory.
 SLOW_TIMEOUT_S = 1200
+LEARNING_SEED_VARIABLE = "SEEDPOOL_LEARNING_SEED"
+
+
+@pytest.fixture
+def learning_seed() -> int:
+    """The seed a learning test trains with: 1 in CI; benchmarks/learning_seeds.py runs the same
+    tests with others (a threshold one seed misses is a bug in the defaults)."""
+    return int(os.environ.get(LEARNING_SEED_VARIABLE, "1"))
+
+
+
 _LEARNING_GROUPS = {
     "test_learning_dqn.py": "learning-a",  # DQN + Ape-X: ~8 min of the ~17 on a quiet machine
 }

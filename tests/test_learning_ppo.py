@@ -17,14 +17,14 @@ def _returns(run_dir):
     return np.asarray(steps), smooth(np.asarray(values))  # mean of the last 20 episodes
 
 
-def _train(tmp_path, env, total, seed=1):
+def _train(tmp_path, env, total, seed):
     cfg = dataclasses.replace(ppo_defaults(env), total_timesteps=total, seed=seed, runs_dir=tmp_path,
                               progress="off", tensorboard=False)
     return train_ppo(cfg)
 
 
-def test_cartpole_reaches_475_within_100k_steps_and_holds_it_to_150k(tmp_path):
-    result = _train(tmp_path, "CartPole-v1", 150_000)
+def test_cartpole_reaches_475_within_100k_steps_and_holds_it_to_150k(tmp_path, learning_seed):
+    result = _train(tmp_path, "CartPole-v1", 150_000, learning_seed)
     steps, mean20 = _returns(result.run_dir)
     below = np.flatnonzero(mean20 < 475)
     # The step from which the mean of the last 20 episodes never again drops below 475.
@@ -49,9 +49,9 @@ def _random_return(env, episodes=20, seed=123):
     return returns.mean()
 
 
-def test_pendulum_improves_clearly_over_a_random_policy(tmp_path):
+def test_pendulum_improves_clearly_over_a_random_policy(tmp_path, learning_seed):
     random_return = _random_return("Pendulum-v1")
-    result = _train(tmp_path, "Pendulum-v1", 40_960)
+    result = _train(tmp_path, "Pendulum-v1", 40_960, learning_seed)
     assert random_return < -1000
     assert result.final_return > random_return + 500, (result.final_return, random_return)
     assert result.final_return > -600
