@@ -61,7 +61,7 @@ def main() -> None:
     lines = [f"# CI learning tests on seeds {', '.join(map(str, args.seeds))}", "",
              "`benchmarks/learning_seeds.py`: each seed is one run of the suite's learning tests, unchanged, "
              f"with `SEEDPOOL_LEARNING_SEED` set, on {args.workers} pytest workers as `make test` runs them.", "",
-             f"Machine: {machine_info()}", ""]
+             *[f"- {k}: {v}" for k, v in machine_info().items()], ""]
     failures = 0
     for seed in args.seeds:
         rows, wall = run_seed(seed, args.select, args.workers)
