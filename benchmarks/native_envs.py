@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/native_envs.py             # 1 s warm-up, 5 x 1 s windows per case
     .venv/bin/python benchmarks/native_envs.py --repeats 7 --window 2
     .venv/bin/python benchmarks/native_envs.py --quick     # smoke run (not written unless --out)
+    .venv/bin/python benchmarks/native_envs.py --groups cartpole-32 --out PATH   # some groups only
 
 Every case of a group is alive at once and timed in interleaved windows (seedpool.bench's
 harness), so the ratios compare engines under the same load. `seedpool_native` is a pool of
@@ -107,11 +108,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="1 repeat of 0.3 s: a smoke run")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--groups", default="", help="comma-separated group keys to run, e.g. cartpole-32 "
+                        "(default: all)")
     args = parser.parse_args(argv)
     timing = Timing(0.2, 0.3, 1) if args.quick else Timing(args.warmup, args.window, args.repeats)
     out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
     load_before = os.getloadavg()
     groups = [cartpole_group(32), cartpole_group(256), *(classic_group(t, 256) for t in OTHERS)]
+    if args.groups:
+        wanted = set(args.groups.split(","))
+        if wanted - {g.key for g in groups}:
+            parser.error(f"unknown group(s) {sorted(wanted - {g.key for g in groups})}")
+        groups = [g for g in groups if g.key in wanted]
     measured = [(g, run_group(g, timing)) for g in groups]
     leaked = reap_leftovers()
     load_after = os.getloadavg()
