@@ -37,7 +37,7 @@ def _td3(hand: bool, model: ContinuousModelConfig, **td3) -> TD3Learner:
 
 
 def _state(learner: SACLearner | TD3Learner) -> dict[str, torch.Tensor]:
-    targets = {"target": learner.target} if isinstance(learner, SACLearner) else \
+    targets = {"target": learner.target_critic} if isinstance(learner, SACLearner) else \
         {"target_critic": learner.target_critic, "target_actor": learner.target_actor}
     state = {f"model.{k}": v for k, v in learner.model.state_dict().items()}
     for name, target in targets.items():

@@ -1,4 +1,5 @@
-"""What SAC and TD3 (and DDPG) share: replay options, the critics' TD target and loss, Polyak targets.
+"""What SAC and TD3 (and DDPG) share: replay options, the critics' TD target and loss, Polyak
+targets, and the learner's optimizers (`ActorCriticLearner`).
 
 Both learn from replay minibatches as `NStepWriter` writes them, with actions in the unit
 box (`seedpool.models.continuous`)::
@@ -19,6 +20,8 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
+from seedpool.algos.gradient import GradientStep, Precision
+from seedpool.algos.learner import GradientLearner
 from seedpool.errors import ConfigError
 from seedpool.models.flat import flatten_parameters
 
@@ -98,6 +101,31 @@ class PolyakTarget:
     def update(self, tau: float) -> None:
         """target <- tau * online + (1 - tau) * target."""
         self.flat.lerp_(self.online_flat, tau)
+
+
+def adam(params: torch.Tensor, lr: float, device: torch.device) -> torch.optim.Adam:
+    """Adam over one (flat) tensor, with torch's fused kernel on the devices that have one."""
+    return torch.optim.Adam([params], lr=lr, fused=device.type in ("cpu", "cuda"))
+
+
+class ActorCriticLearner(GradientLearner):
+    """What SAC's and TD3's learners build alike: the agent on the device, one flat tensor per
+    network (so that Adam and the Polyak update are one op each), the critics' Polyak target,
+    the critics' Adam (the `GradientLearner`'s) and the actor's with its own `GradientStep`."""
+
+    def __init__(self, agent: nn.Module, name: str, critic_lr: float, actor_lr: float,
+                 max_grad_norm: float | None, total_steps: int | None, device: str | torch.device,
+                 precision: Precision) -> None:
+        self.device = torch.device(device)
+        agent = agent.to(self.device)
+        critic_params = flatten_parameters(agent.critic)
+        self.actor_params = flatten_parameters(agent.actor)
+        self.target_critic = PolyakTarget(agent.critic, critic_params)
+        super().__init__(agent, adam(critic_params, critic_lr, self.device), total_steps, name=f"{name} critic",
+                         max_grad_norm=max_grad_norm, precision=precision)
+        self.actor_optimizer = adam(self.actor_params, actor_lr, self.device)
+        self.actor_step = GradientStep(self.actor_optimizer, max_grad_norm, f"{name} actor", precision)
+        self._actor_metrics: dict[str, float] = {}
 
 
 class frozen:

@@ -27,13 +27,13 @@ import torch
 
 import seedpool.kernels as kernels
 from seedpool.algos.gradient import GradientStep, Precision
-from seedpool.algos.learner import GradientLearner, set_learning_rate
+from seedpool.algos.learner import set_learning_rate
 from seedpool.algos.offpolicy import (
-    OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
+    ActorCriticLearner, OffPolicyConfig, adam, batch_tensors, check_config, critic_loss, frozen, merged_profile,
+    td_target,
 )
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.models.continuous import ContinuousAgent
-from seedpool.models.flat import flatten_parameters
 
 
 @dataclass
@@ -73,7 +73,7 @@ def squashed_target(agent: ContinuousAgent, target_critic: torch.nn.Module, batc
         return td_target(batch["reward"], batch["discount"], next_q - alpha * next_logp)
 
 
-class SACLearner(GradientLearner):
+class SACLearner(ActorCriticLearner):
     """SAC as a `MinibatchLearner` (see the module docstring); priorities are left to the replay (None)."""
 
     def __init__(self, agent: ContinuousAgent, cfg: SACConfig, action_dim: int, total_steps: int | None = None,
@@ -81,27 +81,15 @@ class SACLearner(GradientLearner):
         check_config(cfg)
         if not agent.stochastic:
             raise ValueError("SAC needs a squashed-Gaussian actor: build the agent with stochastic=True")
-        self.device = torch.device(device)
-        agent = agent.to(self.device)
-        fused = self.device.type in ("cpu", "cuda")
-        # One flat tensor per network: Adam and the Polyak update are one op each.
-        critic_params = flatten_parameters(agent.critic)
-        actor_params = flatten_parameters(agent.actor)
-        self.target = PolyakTarget(agent.critic, critic_params)
-        critic_opt = torch.optim.Adam([critic_params], lr=cfg.q_lr, fused=fused)
-        super().__init__(agent, critic_opt, total_steps, name="SAC critic", max_grad_norm=cfg.max_grad_norm,
-                         precision=precision)
-        self.actor_optimizer = torch.optim.Adam([actor_params], lr=cfg.policy_lr, fused=fused)
-        self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "SAC actor", precision)
+        super().__init__(agent, "SAC", cfg.q_lr, cfg.policy_lr, cfg.max_grad_norm, total_steps, device, precision)
         self.log_alpha = torch.tensor(math.log(cfg.alpha), device=self.device, requires_grad=cfg.autotune)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.policy_lr, fused=fused)
+        self.alpha_optimizer = adam(self.log_alpha, cfg.policy_lr, self.device)
         self.alpha_step = GradientStep(self.alpha_optimizer, None, "SAC temperature", precision)
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
         self.cfg = cfg
-        self._actor_metrics: dict[str, float] = {}
         # The hand-written gradients, asked for once (None: autograd's, the reference above).
-        self.by_hand = kernels.sac_gradients(agent, self.target.net, (td_target, critic_loss), self.device, precision) \
-            if cfg.hand_gradients else None
+        self.by_hand = kernels.sac_gradients(self.model, self.target_critic.net, (td_target, critic_loss),
+                                             self.device, precision) if cfg.hand_gradients else None
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -125,7 +113,7 @@ class SACLearner(GradientLearner):
                 for _ in range(self.cfg.policy_frequency):
                     self._actor_metrics = self.actor_update(data)
         if self.version % self.cfg.target_network_frequency == 0:
-            self.target.update(self.cfg.tau)
+            self.target_critic.update(self.cfg.tau)
         metrics = {
             "losses/qf_loss": float(loss.detach()), "losses/qf_values": float(q.detach().mean()),
             "losses/qf_grad_norm": float(grad_norm), **self._actor_metrics,
@@ -144,7 +132,7 @@ class SACLearner(GradientLearner):
         else:
             agent = self.model
             with self.gradient.autocast():
-                y = squashed_target(agent, self.target.net, data, self.alpha)
+                y = squashed_target(agent, self.target_critic.net, data, self.alpha)
                 q = agent.critic(data["obs"], data["action"])
                 loss = critic_loss(q, y, data.get("weights"))
             grad_norm = self.gradient(loss, self.version)
@@ -168,7 +156,7 @@ class SACLearner(GradientLearner):
             with self.gradient.autocast():
                 action, all_logp = agent.actor.sample(torch.cat([data["next_obs"], data["obs"]]))
                 with torch.no_grad():
-                    next_q = self.target.net(data["next_obs"], action[:n]).min(dim=0).values
+                    next_q = self.target_critic.net(data["next_obs"], action[:n]).min(dim=0).values
                     y = td_target(data["reward"], data["discount"], next_q - alpha * all_logp[:n])
                 q = agent.critic(data["obs"], data["action"])
                 loss = critic_loss(q, y, data.get("weights"))
@@ -231,7 +219,7 @@ class SACLearner(GradientLearner):
                 "optimizer": {"critic": self.optimizer.state_dict(), "actor": self.actor_optimizer.state_dict(),
                               "alpha": self.alpha_optimizer.state_dict()},
                 "version": self.version, "steps_trained": self.steps_trained,
-                "target": self.target.net.state_dict(), "log_alpha": self.log_alpha.detach().clone()}
+                "target": self.target_critic.net.state_dict(), "log_alpha": self.log_alpha.detach().clone()}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what `state_dict` returned."""
@@ -239,7 +227,7 @@ class SACLearner(GradientLearner):
         self.optimizer.load_state_dict(state["optimizer"]["critic"])
         self.actor_optimizer.load_state_dict(state["optimizer"]["actor"])
         self.alpha_optimizer.load_state_dict(state["optimizer"]["alpha"])
-        self.target.net.load_state_dict(state["target"])
+        self.target_critic.net.load_state_dict(state["target"])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
         self.version = int(state["version"])

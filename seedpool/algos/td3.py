@@ -20,15 +20,15 @@ from typing import Any, ClassVar, Mapping
 import torch
 
 import seedpool.kernels as kernels
-from seedpool.algos.gradient import GradientStep, Precision
-from seedpool.algos.learner import GradientLearner, set_learning_rate
+from seedpool.algos.gradient import Precision
+from seedpool.algos.learner import set_learning_rate
 from seedpool.algos.offpolicy import (
-    OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen, merged_profile, td_target,
+    ActorCriticLearner, OffPolicyConfig, PolyakTarget, batch_tensors, check_config, critic_loss, frozen,
+    merged_profile, td_target,
 )
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.errors import ConfigError
 from seedpool.models.continuous import ContinuousAgent
-from seedpool.models.flat import flatten_parameters
 
 
 @dataclass
@@ -67,7 +67,7 @@ def exploration_actions(actions: torch.Tensor, noise: float, generator: torch.Ge
     return (actions + noise * torch.randn(actions.shape, generator=generator, device=actions.device)).clamp(-1.0, 1.0)
 
 
-class TD3Learner(GradientLearner):
+class TD3Learner(ActorCriticLearner):
     """TD3 (or DDPG) as a `MinibatchLearner`: one critic step per minibatch, the actor's when due."""
 
     def __init__(self, agent: ContinuousAgent, cfg: TD3Config, total_steps: int | None = None,
@@ -77,22 +77,12 @@ class TD3Learner(GradientLearner):
             raise ValueError("TD3 and DDPG need a deterministic actor: build the agent with stochastic=False")
         if cfg.policy_noise < 0 or cfg.noise_clip < 0:
             raise ConfigError(f"policy_noise and noise_clip must be >= 0, got {cfg.policy_noise}, {cfg.noise_clip}")
-        self.device = torch.device(device)
-        agent = agent.to(self.device)
-        fused = self.device.type in ("cpu", "cuda")
-        critic_params = flatten_parameters(agent.critic)
-        actor_params = flatten_parameters(agent.actor)
-        self.target_critic = PolyakTarget(agent.critic, critic_params)
-        self.target_actor = PolyakTarget(agent.actor, actor_params)
-        critic_opt = torch.optim.Adam([critic_params], lr=cfg.learning_rate, fused=fused)
-        super().__init__(agent, critic_opt, total_steps, name="TD3 critic", max_grad_norm=cfg.max_grad_norm,
-                         precision=precision)
-        self.actor_optimizer = torch.optim.Adam([actor_params], lr=cfg.learning_rate, fused=fused)
-        self.actor_step = GradientStep(self.actor_optimizer, cfg.max_grad_norm, "TD3 actor", precision)
+        super().__init__(agent, "TD3", cfg.learning_rate, cfg.learning_rate, cfg.max_grad_norm, total_steps, device,
+                         precision)
+        self.target_actor = PolyakTarget(self.model.actor, self.actor_params)
         self.cfg = cfg
-        self._actor_metrics: dict[str, float] = {}
         # The hand-written gradients, asked for once (None: autograd's, the reference above).
-        self.by_hand = kernels.td3_gradients(agent, self.target_critic.net, self._next_actions,
+        self.by_hand = kernels.td3_gradients(self.model, self.target_critic.net, self._next_actions,
                                              (td_target, critic_loss), self.device, precision) \
             if cfg.hand_gradients else None
 
