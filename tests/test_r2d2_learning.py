@@ -10,8 +10,9 @@ import dataclasses
 import pytest
 import torch
 
+from seedpool.cli import train_config
 from seedpool.experiment.evaluate import evaluate_run
-from seedpool.trainers.r2d2 import r2d2_defaults, train_r2d2
+from seedpool.trainers.r2d2 import train_r2d2
 
 pytestmark = pytest.mark.slow
 
@@ -23,10 +24,11 @@ BUDGET = 300_000
 def test_r2d2_learns_cartpole_without_velocities(tmp_path):
     threads = torch.get_num_threads()
     try:
-        cfg = r2d2_defaults(ENV)
+        # What `seedpool train r2d2 --env ENV --model.core lstm --seed 1` gives a user.
+        cfg = train_config("r2d2", ["--env", ENV, "--model.core", "lstm", "--seed", "1"])
         assert cfg.lockstep, "the CI test covers the default (lockstep) acting"
-        cfg = dataclasses.replace(cfg, total_timesteps=BUDGET, seed=1, backend="serial", runs_dir=tmp_path,
-                                  progress="off", tensorboard=False)
+        assert cfg.total_timesteps == BUDGET
+        cfg = dataclasses.replace(cfg, backend="serial", runs_dir=tmp_path, progress="off", tensorboard=False)
         result = train_r2d2(cfg)
     finally:
         torch.set_num_threads(threads)
