@@ -18,7 +18,9 @@ import torch
 import seedpool.kernels as kernels
 from seedpool.algos.gradient import GradientStep, Precision
 from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
-from seedpool.algos.ppo_objective import PPOBatch, PPOConfig, a2c_config, explained_variance, ppo_objective
+from seedpool.algos.ppo_objective import (
+    PPOBatch, PPOConfig, a2c_config, explained_variance, ppo_epochs, ppo_objective, update_means,
+)
 from seedpool.algos.ppo_recurrent import make_sequence_batch, recurrent_ppo_update
 from seedpool.algos.reward_norm import ReturnNormalizer
 from seedpool.algos.returns import gae
@@ -101,30 +103,8 @@ def ppo_update(
     kernel_step = None if kernel is None else _kernel_step_fn(kernel, step, batch, cfg, clip, version)
     minibatch_step = kernel_step or _torch_step_fn(policy, step, batch, cfg, clip, version)
     with kernel.scope() if kernel_step else contextlib.nullcontext():
-        epochs_done, history = _epochs(minibatch_step, cfg, n, whole)
-    means = {k: float(torch.stack([h[k] for h in history]).mean()) for k in history[0]}
-    means["explained_variance"] = explained_variance(batch.values, batch.returns)
-    means["epochs"] = float(epochs_done)
-    return means
-
-
-def _epochs(minibatch_step, cfg: PPOConfig, n: int, whole: bool) -> tuple[int, list[dict]]:
-    """Run the epochs of minibatch steps over ``n`` rows; returns the epochs done and the last
-    epoch's statistics (an epoch past ``target_kl`` is the last)."""
-    epochs_done, history = 0, []
-    for epoch in range(cfg.update_epochs):
-        chunks = [None] if whole else torch.randperm(n).chunk(cfg.num_minibatches)
-        last_epoch = epoch == cfg.update_epochs - 1
-        history = []
-        for k, idx in enumerate(chunks):
-            want_stats = last_epoch or (cfg.target_kl is not None and k == len(chunks) - 1)
-            stats = minibatch_step(idx, whole, want_stats)
-            if stats:
-                history.append(stats)
-        epochs_done += 1
-        if cfg.target_kl is not None and float(history[-1]["approx_kl"]) > cfg.target_kl:
-            break
-    return epochs_done, history
+        epochs_done, history = ppo_epochs(minibatch_step, cfg, n, whole)
+    return update_means(history, epochs_done, batch.values, batch.returns)
 
 
 def _torch_step_fn(policy, step: GradientStep, batch: PPOBatch, cfg: PPOConfig, clip: float | None,

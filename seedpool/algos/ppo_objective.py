@@ -1,11 +1,11 @@
-"""PPO's hyperparameters, its flat training batch and its objective: what feed-forward PPO
-(`seedpool.algos.ppo`), recurrent PPO (`seedpool.algos.ppo_recurrent`) and the NumPy kernel
-(`seedpool.kernels.ppo_numpy`) share."""
+"""PPO's hyperparameters, its flat training batch, its objective and its loop of epochs and
+minibatches: what feed-forward PPO (`seedpool.algos.ppo`), recurrent PPO
+(`seedpool.algos.ppo_recurrent`) and the NumPy kernel (`seedpool.kernels.ppo_numpy`) share."""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -125,6 +125,42 @@ def ppo_objective(
                 "clipfrac": ((ratio - 1.0).abs() > (clip_coef or float("inf"))).float().mean(),
             }
     return loss, stats
+
+
+MinibatchStep = Callable[[torch.Tensor | None, bool, bool], dict[str, torch.Tensor]]
+"""``step(idx, whole, with_stats)``: one gradient step on rows ``idx`` (None: all of them, and
+``whole`` says so); returns the minibatch's statistics when ``with_stats``, else an empty dict."""
+
+
+def ppo_epochs(minibatch_step: MinibatchStep, cfg: PPOConfig, n: int, whole: bool
+               ) -> tuple[int, list[dict[str, torch.Tensor]]]:
+    """Run the epochs of minibatch steps over ``n`` rows (steps, or env columns of recurrent PPO),
+    shuffled into ``num_minibatches`` chunks each epoch unless ``whole``; returns the epochs done
+    and the last epoch's statistics (an epoch past ``target_kl`` is the last)."""
+    epochs_done, history = 0, []
+    for epoch in range(cfg.update_epochs):
+        chunks = [None] if whole else torch.randperm(n).chunk(cfg.num_minibatches)
+        last_epoch = epoch == cfg.update_epochs - 1
+        history = []
+        for k, idx in enumerate(chunks):
+            want_stats = last_epoch or (cfg.target_kl is not None and k == len(chunks) - 1)
+            stats = minibatch_step(idx, whole, want_stats)
+            if stats:
+                history.append(stats)
+        epochs_done += 1
+        if cfg.target_kl is not None and float(history[-1]["approx_kl"]) > cfg.target_kl:
+            break
+    return epochs_done, history
+
+
+def update_means(history: list[dict[str, torch.Tensor]], epochs_done: int, values: torch.Tensor,
+                 returns: torch.Tensor) -> dict[str, float]:
+    """An update's statistics: the last epoch's averaged over its minibatches, the explained
+    variance of the stored ``values`` against ``returns``, and the epochs done."""
+    means = {k: float(torch.stack([h[k] for h in history]).mean()) for k in history[0]}
+    means["explained_variance"] = explained_variance(values, returns)
+    means["epochs"] = float(epochs_done)
+    return means
 
 
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from seedpool.algos.gradient import GradientStep
-from seedpool.algos.ppo_objective import PPOConfig, explained_variance, ppo_objective
+from seedpool.algos.ppo_objective import PPOConfig, ppo_epochs, ppo_objective, update_means
 from seedpool.algos.returns import gae
 from seedpool.errors import ConfigError
 from seedpool.models.recurrent import RecurrentActorCritic
@@ -88,25 +88,14 @@ def recurrent_ppo_update(policy: RecurrentActorCritic, step: GradientStep, batch
         raise ConfigError(f"recurrent PPO splits the {B} env sequences of a rollout into minibatches: "
                           f"--ppo.num-minibatches must be at most --num-envs ({B}), got {cfg.num_minibatches}")
     clip = cfg.clip_coef if clip_coef is None or cfg.clip_coef is None else clip_coef
-    whole = cfg.num_minibatches == 1
-    epochs_done, history = 0, []
-    for epoch in range(cfg.update_epochs):
-        chunks = [None] if whole else torch.randperm(B).chunk(cfg.num_minibatches)
-        last_epoch = epoch == cfg.update_epochs - 1
-        history = []
-        for k, idx in enumerate(chunks):
-            want_stats = last_epoch or (cfg.target_kl is not None and k == len(chunks) - 1)
-            mb = batch if idx is None else batch.columns(idx.to(batch.first.device))
-            with step.autocast():
-                loss, stats = recurrent_loss(policy, mb, cfg, clip, with_stats=want_stats)
-            step(loss, version)
-            if stats:
-                history.append(stats)
-        epochs_done += 1
-        if cfg.target_kl is not None and float(history[-1]["approx_kl"]) > cfg.target_kl:
-            break
-    means = {k: float(torch.stack([h[k] for h in history]).mean()) for k in history[0]}
+
+    def minibatch_step(idx: torch.Tensor | None, whole: bool, with_stats: bool) -> dict[str, torch.Tensor]:
+        mb = batch if idx is None else batch.columns(idx.to(batch.first.device))
+        with step.autocast():
+            loss, stats = recurrent_loss(policy, mb, cfg, clip, with_stats=with_stats)
+        step(loss, version)
+        return stats
+
+    epochs_done, history = ppo_epochs(minibatch_step, cfg, B, cfg.num_minibatches == 1)
     v = batch.valid
-    means["explained_variance"] = explained_variance(batch.values[v], batch.returns[v])
-    means["epochs"] = float(epochs_done)
-    return means
+    return update_means(history, epochs_done, batch.values[v], batch.returns[v])
