@@ -16,6 +16,17 @@ from .storage import SEP, RingStorage, coerce_batch, flatten_values, nest_values
 FORMAT = "seedpool.replay/1"
 
 
+def check_header(state: Mapping[str, Any], key: str, mine: dict[str, Any], what: str) -> None:
+    """Raise ValueError unless ``state[key]`` is the JSON of header ``mine``: a checkpoint of a
+    ``what`` built otherwise (or no checkpoint of one at all) would load as wrong rows."""
+    try:
+        theirs = json.loads(str(state[key]))
+    except (KeyError, TypeError, ValueError):
+        theirs = None
+    if theirs != mine:
+        raise ValueError(f"{what} checkpoint does not match this replay: expected {mine}, got {theirs}")
+
+
 class _Replay:
     """Shared body of the two replays; subclasses only choose the sampler."""
 
@@ -135,13 +146,7 @@ class _Replay:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a state_dict from a replay built with the same class, capacity, fields and settings."""
-        mine = self.state_header()
-        try:
-            theirs = json.loads(str(state["header"]))
-        except (KeyError, TypeError, ValueError):
-            theirs = None
-        if theirs != mine:
-            raise ValueError(f"replay checkpoint does not match this replay: expected {mine}, got {theirs}")
+        check_header(state, "header", self.state_header(), "replay")
         self.storage.load_state_dict(state["storage"])
         self._sampler.load_state_dict(state["sampler"])
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .buffers import PrioritizedReplay, UniformReplay
+from .buffers import PrioritizedReplay, UniformReplay, check_header
 
 FORMAT = "seedpool.sequence-replay/1"
 
@@ -199,13 +199,7 @@ class SequenceReplay:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a `state_dict` of a replay built with the same settings."""
-        mine = self._header()
-        try:
-            theirs = json.loads(str(state["sequence_header"]))
-        except (KeyError, TypeError, ValueError):
-            theirs = None
-        if theirs != mine:
-            raise ValueError(f"sequence replay checkpoint does not match this replay: expected {mine}, got {theirs}")
+        check_header(state, "sequence_header", self._header(), "sequence replay")
         self._rows.load_state_dict(state["rows"])
 
     def _header(self) -> dict[str, Any]:
