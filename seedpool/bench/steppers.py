@@ -58,47 +58,45 @@ class LoopStepper:
             env.close()
 
 
-class SyncStepper:
-    """Anything with `step(actions)` over a whole batch: vector envs and pools in sync mode."""
+class _BatchStepper:
+    """What the batched steppers share: the engine they step, and pre-drawn action rows taken in turn."""
 
-    def __init__(self, env: Any, action_space: gym.Space, batch: int, seed: int = 0) -> None:
-        self.env = env
+    def __init__(self, engine: Any, action_space: gym.Space, batch: int, seed: int = 0) -> None:
+        self.engine = engine
         self.env_steps = batch
         self._actions = random_actions(action_space, batch, seed)
         self._row = 0
 
-    def step(self) -> None:
-        """One batched step with the next row of actions."""
-        self.env.step(self._actions[self._row])
+    def _next_actions(self) -> np.ndarray:
+        """The next row of actions (the rows are cycled)."""
+        actions = self._actions[self._row]
         self._row = (self._row + 1) % len(self._actions)
+        return actions
 
     def close(self) -> None:
         """Close the engine."""
-        self.env.close()
+        self.engine.close()
 
 
-class AsyncStepper:
+class SyncStepper(_BatchStepper):
+    """Anything with `step(actions)` over a whole batch: vector envs and pools in sync mode."""
+
+    def step(self) -> None:
+        """One batched step with the next row of actions."""
+        self.engine.step(self._next_actions())
+
+
+class AsyncStepper(_BatchStepper):
     """An EnvPool-style async pool: take the first finished batch, act for exactly those envs.
 
     The pool must already be started (`async_reset()`); each `step()` is one `recv` and one
     `send(actions, env_id)`.
     """
 
-    def __init__(self, pool: Any, action_space: gym.Space, batch: int, seed: int = 0) -> None:
-        self.pool = pool
-        self.env_steps = batch
-        self._actions = random_actions(action_space, batch, seed)
-        self._row = 0
-
     def step(self) -> None:
         """Receive one batch and send its actions back."""
-        info = self.pool.recv()[-1]
-        self.pool.send(self._actions[self._row], info["env_id"])
-        self._row = (self._row + 1) % len(self._actions)
-
-    def close(self) -> None:
-        """Close the pool."""
-        self.pool.close()
+        info = self.engine.recv()[-1]
+        self.engine.send(self._next_actions(), info["env_id"])
 
 
 def closing_on_error(build: Callable[[], Any], then: Callable[[Any], Any]) -> Any:
