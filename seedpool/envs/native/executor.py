@@ -76,6 +76,18 @@ class NativeExecutor:
         # Checks and copies flat action batches for the pool's send and for step_whole (None: nested).
         self.action_writer = ActionWriter(spec.action_space, buffers.action) \
             if isinstance(buffers.action, np.ndarray) else None
+        self._seed_from_make()
+
+    def _seed_from_make(self) -> None:
+        """Give each env the generator of the seed `make` left for it, now: a fresh pool may be
+        stepped without a reset (EnvPool's contract), and its first step's reset, an autoreset
+        here, must start from the pool's seeds as the Python-env path's does. A later `reset()`
+        without a seed then draws from these same generators, so it too matches that path."""
+        b, fam = self.b, self.family
+        given = np.flatnonzero(b.seed >= 0)
+        for i, s in zip(given.tolist(), b.seed[given].tolist()):
+            fam.seed(i, int(s))
+        b.seed[given] = -1
 
     # -- the Executor interface -----------------------------------------------------------
     def submit(self, ids: list[int], op: int) -> None:
