@@ -7,6 +7,7 @@ same semantics: autoreset, the engine's time limit, episode statistics and forwa
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any, Callable
 
@@ -253,7 +254,12 @@ def _requires_options(env: gym.Env | None) -> bool:
 
 
 def probe_step_cost(spec: TaskSpec, steps: int = 32, repeats: int = 5) -> float:
-    """Seconds per step of the probe env with random actions (for `backend="auto"`).
+    """Seconds per step of an extra env with random actions (for `backend="auto"`).
+
+    The env is built for the probe alone (the task's factory called once more) and closed
+    after it: never `spec.probe`, which the pool may keep as env 0, nor any env a user's
+    factory built for the pool. Stepping one of those would change what the user's run starts
+    from (a wrapper's running statistics, an env's counters, its seeding).
 
     The least of several timed runs, after a warm-up: the env's own cost, not the noise of
     a busy machine (a single noisy probe once flipped CartPole x 8 from serial to hybrid).
@@ -261,12 +267,22 @@ def probe_step_cost(spec: TaskSpec, steps: int = 32, repeats: int = 5) -> float:
     taken off each run: on a machine loaded by other jobs every run is preempted, and the
     least wall time still read HalfCheetah at ~2-3x its cost (benchmarks/results/loop_why.md).
     """
+    env = spec.env_fn()
+    try:
+        return _timed_steps(env, steps, repeats)
+    finally:
+        env.close()
+
+
+def _timed_steps(env: gym.Env, steps: int, repeats: int) -> float:
+    """The least of `repeats` timed runs of `steps` random steps of `env` (see probe_step_cost)."""
     import time
 
-    env = spec.probe if spec.probe is not None else spec.env_fn()
-    env.action_space.seed(0)
-    actions = [env.action_space.sample() for _ in range(steps)]
-    if isinstance(env.action_space, gym.spaces.Discrete):
+    # A copy of the space: the env's own may be shared with other envs (a class attribute).
+    space = copy.deepcopy(env.action_space)
+    space.seed(0)
+    actions = [space.sample() for _ in range(steps)]
+    if isinstance(space, gym.spaces.Discrete):
         actions = [np.int64(a) for a in actions]  # what the engine hands envs
     env.reset(seed=0)
     best = float("inf")
