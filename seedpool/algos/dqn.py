@@ -187,7 +187,45 @@ def _tensors(batch: Mapping[str, Any], device: torch.device) -> dict[str, torch.
     return out
 
 
-class DQNLearner(GradientLearner):
+class TargetQLearner(GradientLearner):
+    """What DQN's and R2D2's learners share: the Q network on the device as one flat tensor (so
+    that Adam, clipping and the target update are one op each), its frozen target copy, Adam,
+    and the target network in the checkpoint."""
+
+    def __init__(self, model: nn.Module, name: str, learning_rate: float, adam_eps: float,
+                 max_grad_norm: float | None, total_steps: int | None, device: str | torch.device,
+                 precision: Precision) -> None:
+        self.device = torch.device(device)
+        model = model.to(self.device)
+        self.params = flatten_parameters(model)
+        self.target = copy.deepcopy(model)
+        self.target_params = flatten_parameters(self.target).requires_grad_(False)
+        for p in (self.target_params, *self.target.parameters()):
+            p.grad = None  # the target network never takes a gradient
+        self.target.requires_grad_(False)
+        optimizer = torch.optim.Adam([self.params], lr=learning_rate, eps=adam_eps,
+                                     fused=self.device.type in ("cpu", "cuda"))
+        super().__init__(model, optimizer, total_steps, name=name, max_grad_norm=max_grad_norm, precision=precision)
+
+    @torch.no_grad()
+    def update_target(self, tau: float = 1.0) -> None:
+        """target <- tau * online + (1 - tau) * target (a copy when tau is 1)."""
+        if tau >= 1.0:
+            self.target_params.copy_(self.params)
+        else:
+            self.target_params.lerp_(self.params, tau)
+
+    def state_dict(self) -> dict:
+        """Model, target network, optimizer and counters."""
+        return {**super().state_dict(), "target": self.target.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned."""
+        super().load_state_dict(state)
+        self.target.load_state_dict(state["target"])
+
+
+class DQNLearner(TargetQLearner):
     """DQN as a `MinibatchLearner`: ``update(batch)`` is one gradient step on one replay minibatch.
 
     It returns a `ReplayUpdate`: the metrics and the rows' |TD errors| before the step
@@ -204,25 +242,14 @@ class DQNLearner(GradientLearner):
             raise ConfigError(f"loss must be 'huber' or 'mse', got {cfg.loss!r}")
         if cfg.policy_average < 0:
             raise ConfigError(f"policy_average (gradient steps) must be >= 0, got {cfg.policy_average}")
-        self.device = torch.device(device)
-        model = model.to(self.device)
-        # One flat tensor per network: Adam, clipping and the target update are one op each.
-        self.params = flatten_parameters(model)
-        self.target = copy.deepcopy(model)
-        self.target_params = flatten_parameters(self.target).requires_grad_(False)
-        for p in (self.target_params, *self.target.parameters()):
-            p.grad = None  # the target network never takes a gradient
-        self.target.requires_grad_(False)
+        super().__init__(model, "DQN TD", cfg.learning_rate, cfg.adam_eps, cfg.max_grad_norm, total_steps, device,
+                         precision)
+        self.cfg = cfg
         self.average = self.average_params = None
         if cfg.policy_average:
-            self.average = copy.deepcopy(model)
+            self.average = copy.deepcopy(self.model)
             self.average_params = flatten_parameters(self.average).requires_grad_(False)
             self.average_params.grad = None
-        optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps,
-                                     fused=self.device.type in ("cpu", "cuda"))
-        super().__init__(model, optimizer, total_steps, name="DQN TD", max_grad_norm=cfg.max_grad_norm,
-                         precision=precision)
-        self.cfg = cfg
 
     def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> ReplayUpdate:
         """One gradient step on a replay minibatch; ``env_steps``: new env steps it accounts for
@@ -235,7 +262,7 @@ class DQNLearner(GradientLearner):
         grad_norm = self.gradient(loss, self.version)
         self._advance(env_steps)
         if self.version % self.cfg.target_network_frequency == 0:
-            self.update_target()
+            self.update_target(self.cfg.tau)
         if self.average is not None:
             self.update_average()
         priorities = td_error.abs().float().cpu().numpy()
@@ -249,14 +276,6 @@ class DQNLearner(GradientLearner):
         return ReplayUpdate(metrics, priorities)
 
     @torch.no_grad()
-    def update_target(self) -> None:
-        """target <- tau * online + (1 - tau) * target (a copy when tau is 1)."""
-        if self.cfg.tau >= 1.0:
-            self.target_params.copy_(self.params)
-        else:
-            self.target_params.lerp_(self.params, self.cfg.tau)
-
-    @torch.no_grad()
     def update_average(self) -> None:
         """The policy's moving average: the mean of the weights so far for the first
         `policy_average` steps (no pull towards the initial ones), then an exponential average."""
@@ -264,7 +283,7 @@ class DQNLearner(GradientLearner):
 
     def state_dict(self) -> dict:
         """Model, target network, optimizer, counters, and the policy's average where kept."""
-        state = {**super().state_dict(), "target": self.target.state_dict()}
+        state = super().state_dict()
         if self.average is not None:
             state[POLICY_AVERAGE] = self.average.state_dict()
         return state
@@ -272,6 +291,5 @@ class DQNLearner(GradientLearner):
     def load_state_dict(self, state: dict) -> None:
         """Restore what `state_dict` returned (a checkpoint without an average starts one from the model)."""
         super().load_state_dict(state)
-        self.target.load_state_dict(state["target"])
         if self.average is not None:
             self.average.load_state_dict(state.get(POLICY_AVERAGE, state["model"]))

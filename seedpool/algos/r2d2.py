@@ -23,7 +23,6 @@ against naive loops; `r2d2_loss` against a step-by-step computation.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
@@ -31,12 +30,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from seedpool.algos.dqn import apex_epsilons, epsilon_greedy
+from seedpool.algos.dqn import TargetQLearner, apex_epsilons, epsilon_greedy
 from seedpool.algos.gradient import Precision
-from seedpool.algos.learner import GradientLearner, linear_decay, set_learning_rate
+from seedpool.algos.learner import linear_decay, set_learning_rate
 from seedpool.algos.replay_learner import ReplayUpdate
 from seedpool.errors import ConfigError
-from seedpool.models.flat import flatten_parameters
 from seedpool.models.recurrent_q import RecurrentQNetwork
 from seedpool.records import ActOutput
 from seedpool.replay.sequence import sequence_priority
@@ -233,7 +231,7 @@ def _tensors(batch: Mapping[str, Any], device: torch.device) -> dict[str, Any]:
     return out
 
 
-class R2D2Learner(GradientLearner):
+class R2D2Learner(TargetQLearner):
     """R2D2 as a `MinibatchLearner`: ``update(batch)`` is one gradient step on a minibatch of sequences.
 
     Returns a `ReplayUpdate` whose priorities are each sequence's mix of |TD errors| before the step.
@@ -244,18 +242,8 @@ class R2D2Learner(GradientLearner):
         cfg.check()
         if cfg.loss not in ("mse", "huber"):
             raise ConfigError(f"loss must be 'mse' or 'huber', got {cfg.loss!r}")
-        self.device = torch.device(device)
-        model = model.to(self.device)
-        self.params = flatten_parameters(model)
-        self.target = copy.deepcopy(model)
-        self.target_params = flatten_parameters(self.target).requires_grad_(False)
-        for p in (self.target_params, *self.target.parameters()):
-            p.grad = None
-        self.target.requires_grad_(False)
-        optimizer = torch.optim.Adam([self.params], lr=cfg.learning_rate, eps=cfg.adam_eps,
-                                     fused=self.device.type in ("cpu", "cuda"))
-        super().__init__(model, optimizer, total_steps, name="R2D2 TD", max_grad_norm=cfg.max_grad_norm,
-                         precision=precision)
+        super().__init__(model, "R2D2 TD", cfg.learning_rate, cfg.adam_eps, cfg.max_grad_norm, total_steps, device,
+                         precision)
         self.cfg = cfg
 
     def update(self, batch: Mapping[str, Any], env_steps: int = 0) -> ReplayUpdate:
@@ -280,20 +268,6 @@ class R2D2Learner(GradientLearner):
             **self.gradient.profile(),
         }
         return ReplayUpdate(metrics, priorities)
-
-    @torch.no_grad()
-    def update_target(self) -> None:
-        """A hard copy of the online network."""
-        self.target_params.copy_(self.params)
-
-    def state_dict(self) -> dict:
-        """Model, target network, optimizer and counters."""
-        return {**super().state_dict(), "target": self.target.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore what `state_dict` returned."""
-        super().load_state_dict(state)
-        self.target.load_state_dict(state["target"])
 
 
 class RecurrentEpsilonGreedyAct:
