@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium.envs.classic_control import AcrobotEnv, utils
 
 from seedpool.envs.native.base import NativeEnv, Rows, reset_options
-from seedpool.envs.families.classic.control import _take_spaces
+from seedpool.envs.families.classic.control import _take_reference
 
 _TORQUES = np.array(AcrobotEnv.AVAIL_TORQUE, dtype=np.float64)
 
@@ -43,8 +43,7 @@ class Acrobot(NativeEnv):
         if ref.torque_noise_max > 0 or ref.book_or_nips != "book":
             raise NotImplementedError("the native Acrobot follows gymnasium's defaults (book dynamics, "
                                       "no torque noise); use native=False for other settings")
-        _take_spaces(self, ref)
-        self.c = ref
+        _take_reference(self, ref)
         self.state = np.zeros((4, num_envs))  # theta1, theta2, dtheta1, dtheta2
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:

@@ -28,7 +28,10 @@ from seedpool.envs.native.base import NativeEnv, Rows, reset_options
 KERNELS = ("numba", "numpy")
 
 
-def _take_spaces(family: NativeEnv, reference: Any) -> None:
+def _take_reference(family: NativeEnv, reference: Any) -> None:
+    """The family's spaces and metadata from a gymnasium instance, which it keeps as ``reference`` and
+    as ``c``: its physical constants, read as the single env reads them."""
+    family.c = reference
     family.single_observation_space = reference.observation_space
     family.single_action_space = reference.action_space
     family.metadata = dict(reference.metadata)
@@ -50,8 +53,7 @@ class CartPole(NativeEnv):
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.kernel = kernel
         ref = CartPoleEnv(sutton_barto_reward=sutton_barto_reward)
-        _take_spaces(self, ref)
-        self.c = ref  # its physical constants, read as the single env reads them
+        _take_reference(self, ref)
         self.sutton_barto = sutton_barto_reward
         self.state = np.zeros((4, num_envs))  # x, x_dot, theta, theta_dot
         self.fell = np.zeros(num_envs, np.bool_)  # terminated before (gymnasium: steps_beyond_terminated)
@@ -154,8 +156,7 @@ class MountainCar(NativeEnv):
     def __init__(self, num_envs: int, goal_velocity: float = 0):
         super().__init__(num_envs)
         ref = MountainCarEnv(goal_velocity=goal_velocity)
-        _take_spaces(self, ref)
-        self.c = ref
+        _take_reference(self, ref)
         self.state = np.zeros((2, num_envs))  # position, velocity
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
@@ -192,8 +193,7 @@ class MountainCarContinuous(NativeEnv):
     def __init__(self, num_envs: int, goal_velocity: float = 0):
         super().__init__(num_envs)
         ref = Continuous_MountainCarEnv(goal_velocity=goal_velocity)
-        _take_spaces(self, ref)
-        self.c = ref
+        _take_reference(self, ref)
         self.state = np.zeros((2, num_envs))  # position, velocity (float32 values once stepped)
         self.fresh = np.ones(num_envs, np.bool_)
 
@@ -244,8 +244,7 @@ class Pendulum(NativeEnv):
     def __init__(self, num_envs: int, g: float = 10.0):
         super().__init__(num_envs)
         ref = PendulumEnv(g=g)
-        _take_spaces(self, ref)
-        self.c = ref
+        _take_reference(self, ref)
         self.state = np.zeros((2, num_envs))  # theta, theta_dot
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
