@@ -146,6 +146,15 @@ class CartPole(NativeEnv):
         return s[:, ids].T.astype(np.float32), reward, terminated
 
 
+def _mountain_car_reset(family: NativeEnv, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
+    """Both MountainCars' reset: each env's position drawn uniformly from its bounds (-0.6, -0.4
+    unless its options say otherwise), at rest; returns the envs' first observations."""
+    for k, i in enumerate(ids.tolist()):
+        low, high = utils.maybe_parse_reset_bounds(reset_options(options, k), -0.6, -0.4)
+        family.state[:, i] = (family.rng(i).uniform(low=low, high=high), 0.0)
+    return family.state[:, ids].T.astype(np.float32)
+
+
 class MountainCar(NativeEnv):
     """MountainCar-v0: gymnasium's `MountainCarEnv`, `num_envs` at once."""
 
@@ -160,10 +169,7 @@ class MountainCar(NativeEnv):
         self.state = np.zeros((2, num_envs))  # position, velocity
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
-        for k, i in enumerate(ids.tolist()):
-            low, high = utils.maybe_parse_reset_bounds(reset_options(options, k), -0.6, -0.4)
-            self.state[:, i] = (self.rng(i).uniform(low=low, high=high), 0.0)
-        return self.state[:, ids].T.astype(np.float32)
+        return _mountain_car_reset(self, ids, options)
 
     def step(self, ids: Rows, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c, s = self.c, self.state
@@ -198,11 +204,8 @@ class MountainCarContinuous(NativeEnv):
         self.fresh = np.ones(num_envs, np.bool_)
 
     def reset(self, ids: np.ndarray, options: Sequence[dict | None] | None) -> np.ndarray:
-        for k, i in enumerate(ids.tolist()):
-            low, high = utils.maybe_parse_reset_bounds(reset_options(options, k), -0.6, -0.4)
-            self.state[:, i] = (self.rng(i).uniform(low=low, high=high), 0.0)
         self.fresh[ids] = True
-        return self.state[:, ids].T.astype(np.float32)
+        return _mountain_car_reset(self, ids, options)
 
     def _next(self, position: np.ndarray, velocity: np.ndarray, action: np.ndarray):
         """One step in the state's own dtype (float32, or float64 just after a reset):
