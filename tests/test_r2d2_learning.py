@@ -21,11 +21,11 @@ GREEDY_BAR = 400.0  # greedy evaluation, 20 episodes
 BUDGET = 300_000
 
 
-def test_r2d2_learns_cartpole_without_velocities(tmp_path):
+def test_r2d2_learns_cartpole_without_velocities(tmp_path, learning_seed):
     threads = torch.get_num_threads()
     try:
-        # What `seedpool train r2d2 --env ENV --model.core lstm --seed 1` gives a user.
-        cfg = train_config("r2d2", ["--env", ENV, "--model.core", "lstm", "--seed", "1"])
+        # What `seedpool train r2d2 --env ENV --model.core lstm --seed N` gives a user.
+        cfg = train_config("r2d2", ["--env", ENV, "--model.core", "lstm", "--seed", str(learning_seed)])
         assert cfg.lockstep, "the CI test covers the default (lockstep) acting"
         assert cfg.total_timesteps == BUDGET
         cfg = dataclasses.replace(cfg, backend="serial", runs_dir=tmp_path, progress="off", tensorboard=False)

@@ -24,12 +24,12 @@ def user_config(tmp_path, *options: str):
     return dataclasses.replace(cfg, runs_dir=tmp_path, progress="off", tensorboard=False)
 
 
-def test_recurrent_appo_ends_its_300k_steps_at_400_or_more_on_the_threaded_system(tmp_path):
+def test_recurrent_appo_ends_its_300k_steps_at_400_or_more_on_the_threaded_system(tmp_path, learning_seed):
     # The bar: 400 at the end of the 300k env steps `--model.core lstm` trains for, on the
     # threaded system (actors, inference and learner at once), with nothing but that option.
     # Seeds 1-3 of these defaults: benchmarks/results/recurrent_defaults_seeds.md. Before the
     # defaults followed from the core, the same command ended at 201.
-    cfg = user_config(tmp_path, "--model.core", "lstm", "--seed", "1")
+    cfg = user_config(tmp_path, "--model.core", "lstm", "--seed", str(learning_seed))
     assert cfg.total_timesteps == 300_000 and not cfg.acting.serial
     result = train_impala(cfg)
     assert result.step >= 300_000
