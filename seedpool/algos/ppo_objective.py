@@ -72,15 +72,23 @@ def a2c_config(base: PPOConfig) -> PPOConfig:
 
 
 @dataclass
-class PPOBatch:
-    """Flat ``[N, ...]`` training data: only valid steps, with advantages and returns."""
+class PPOSteps:
+    """What the PPO objective reads of each step: its observation and action, the behaviour
+    policy's log-probability and value there, its advantage and return (flat ``[N]`` in
+    `PPOBatch`, time-major ``[T, B]`` in recurrent PPO's `SequenceBatch`)."""
 
     obs: torch.Tensor
     actions: torch.Tensor
     logprobs: torch.Tensor
     values: torch.Tensor
+    """Values the behaviour policy computed (a rollout's bootstrap row dropped)."""
     advantages: torch.Tensor
     returns: torch.Tensor
+
+
+@dataclass
+class PPOBatch(PPOSteps):
+    """Flat ``[N, ...]`` training data: only valid steps, with advantages and returns."""
 
     def __len__(self) -> int:
         return self.obs.shape[0]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from seedpool.algos.gradient import GradientStep
-from seedpool.algos.ppo_objective import PPOConfig, ppo_epochs, ppo_objective, update_means
+from seedpool.algos.ppo_objective import PPOConfig, PPOSteps, ppo_epochs, ppo_objective, update_means
 from seedpool.algos.returns import gae
 from seedpool.errors import ConfigError
 from seedpool.models.recurrent import RecurrentActorCritic
@@ -27,16 +27,9 @@ from seedpool.records import Rollout
 
 
 @dataclass
-class SequenceBatch:
+class SequenceBatch(PPOSteps):
     """Time-major ``[T, B]`` training data of B whole env sequences, with advantages and returns."""
 
-    obs: torch.Tensor
-    actions: torch.Tensor
-    logprobs: torch.Tensor
-    values: torch.Tensor
-    """Values the behaviour policy computed, [T, B] (the bootstrap row dropped)."""
-    advantages: torch.Tensor
-    returns: torch.Tensor
     valid: torch.Tensor
     first: torch.Tensor
     prev_actions: torch.Tensor
