@@ -253,8 +253,11 @@ def make_sb3(task_or_env_fns: Any, num_envs: int | None = None, **options: Any) 
     zero-argument env factory for every env, or a list of them (one per env, as SB3's
     `DummyVecEnv(env_fns)` takes it). `num_envs`: default 1, or the list's length.
     `options` go to `seedpool.make` (`seed`, `backend`, `num_workers`, `max_episode_steps`,
-    task options such as Atari's); SB3's `seed()` replaces `seed` at the next `reset()`.
+    task options such as Atari's). Seeding is SB3's: by default (`seed=None`) the envs are
+    unseeded until `seed(s)` before a `reset()`; `seed=s` seeds the first reset as
+    `seedpool.make` does, and SB3's `seed()` replaces it at the next `reset()`.
     """
+    options.setdefault("seed", None)
     if options.setdefault("autoreset", "same_step") != "same_step":
         raise ValueError(f"SB3 resets an env in the step that ends its episode: autoreset must be "
                          f"'same_step' (the default here), got {options['autoreset']!r}")

@@ -202,21 +202,24 @@ def _element(space: gym.Space, batch: Any, i: int) -> Any:
     return batch[i]  # a row of an array, or an object of a tuple over the envs
 
 
-def make_vec(task: Any, num_envs: int | None = None, engine_info: bool = False, **kwargs: Any) -> SeedpoolVectorEnv:
+def make_vec(task: Any, num_envs: int | None = None, engine_info: bool = False,
+             seed: int | list[int | None] | None = None, **kwargs: Any) -> SeedpoolVectorEnv:
     """`seedpool.make(...)` wrapped as a gymnasium VectorEnv (synchronous).
 
     `task` is an id, one env factory for every env, or, as `SyncVectorEnv(env_fns)` takes
     it, a list of zero-argument callables, env i built by `env_fns[i]` with its wrappers
     (in its worker, for worker processes). Every entry of the envs' `info` comes back batched
     as gymnasium batches it, and nothing else unless `engine_info=True` (the pool's env_id,
-    elapsed_step, episode_return, episode_length); spaces are seeded from `seed` (and again
-    by `reset(seed=...)`). `call`, `get_attr`, `set_attr` and `render` reach each env where
-    it lives, on every backend.
+    elapsed_step, episode_return, episode_length). Seeding is gymnasium's: by default
+    (`seed=None`) nothing is seeded until `reset(seed=...)`, which gives env i `seed + i` and
+    seeds the spaces; `seed=s` seeds the envs' first reset and the spaces as `seedpool.make`
+    does. `call`, `get_attr`, `set_attr` and `render` reach each env where it lives, on every
+    backend.
     """
     n = env_count(task, num_envs)
     if kwargs.get("batch_size") not in (None, n):
         raise ValueError("make_vec builds a synchronous VectorEnv: batch_size must equal num_envs")
-    pool = make(task, num_envs=num_envs, **kwargs)
+    pool = make(task, num_envs=num_envs, seed=seed, **kwargs)
     pool.engine_counts = engine_info  # its own pool: the counts it would drop are not computed
     return SeedpoolVectorEnv(pool, engine_info=engine_info)
 

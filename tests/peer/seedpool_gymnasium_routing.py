@@ -10,7 +10,7 @@ Argument mapping:
 - `env_fns` -> the list task (env i built by `env_fns[i]`, with its wrappers);
 - `autoreset_mode` -> `autoreset` ("next_step", "same_step", "disabled");
 - `observation_mode` other than "same" -> passed on as `observation_mode=`;
-- `seed=None`: gymnasium seeds envs only at `reset(seed=...)`, seedpool's default is 0;
+- nothing for seeding: `make_vec`, as gymnasium, seeds envs only at `reset(seed=...)`;
 - `copy`, `shared_memory`, `context`, `daemon`: how gymnasium moves data; seedpool always
   returns fresh arrays (gymnasium's `copy=True`) through its own shared memory;
 - `worker` (a custom worker function, gymnasium's internals) is passed on and refused.
@@ -54,8 +54,7 @@ def _make(env_fns: Iterable[Any], observation_mode: Any, autoreset_mode: Any, **
     if not (isinstance(observation_mode, str) and observation_mode == "same"):
         kwargs["observation_mode"] = observation_mode
     mode = AutoresetMode(autoreset_mode) if isinstance(autoreset_mode, str) else autoreset_mode
-    return seedpool.make_vec(list(env_fns), backend=BACKEND, seed=None,
-                             autoreset=_AUTORESET.get(mode, mode), **kwargs)
+    return seedpool.make_vec(list(env_fns), backend=BACKEND, autoreset=_AUTORESET.get(mode, mode), **kwargs)
 
 
 @count_routed_builds

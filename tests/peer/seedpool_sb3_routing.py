@@ -7,7 +7,7 @@ functions that map their arguments onto `seedpool.make_sb3`:
 - `DummyVecEnv` steps its envs in the caller's process: `backend="serial"`;
   `SubprocVecEnv` in worker processes: `backend="process"` (`start_method` is how SB3 starts
   them: ignored); `SEEDPOOL_PEER_BACKEND` sets one backend for both;
-- `seed=None`: SB3 seeds envs only through `seed()` + `reset()`, seedpool's default is 0.
+- nothing for seeding: `make_sb3`, as SB3, seeds envs only through `seed()` + `reset()`.
 Nothing else is replaced: VecNormalize, VecMonitor, VecFrameStack, ... wrap what seedpool
 returns. Tests of SB3's internals are skipped by name (SKIPS), with a one-line reason each.
 """
@@ -34,13 +34,13 @@ SKIPS: dict[str, str] = {
 @count_routed_builds
 def DummyVecEnv(env_fns):  # noqa: N802 - the routed name
     """stable_baselines3 DummyVecEnv(env_fns) -> seedpool.make_sb3(env_fns, backend="serial")."""
-    return seedpool.make_sb3(list(env_fns), backend=_FORCED or "serial", seed=None)
+    return seedpool.make_sb3(list(env_fns), backend=_FORCED or "serial")
 
 
 @count_routed_builds
 def SubprocVecEnv(env_fns, start_method=None):  # noqa: N802
     """stable_baselines3 SubprocVecEnv(env_fns) -> seedpool.make_sb3(env_fns, backend="process")."""
-    return seedpool.make_sb3(list(env_fns), backend=_FORCED or "process", seed=None)
+    return seedpool.make_sb3(list(env_fns), backend=_FORCED or "process")
 
 
 def pytest_configure(config: pytest.Config) -> None:
