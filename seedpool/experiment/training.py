@@ -148,7 +148,7 @@ class Training:
         return self._finished
 
     def close(self, failed: bool = False) -> None:
-        """Stop the loop's threads and the envs; unless ``failed``, checkpoint first."""
+        """Stop the loop's threads and the envs, then (unless ``failed``) write the last checkpoint."""
         if self._closed:
             return
         self._closed = True
