@@ -186,6 +186,28 @@ def test_auto_probes_an_extra_instance_and_never_touches_the_users_envs(monkeypa
         venv.close()
 
 
+class NeedsSetup(CallCounter):
+    """Steps only once the user has set `limit` (gymnasium's tests do it with set_attr)."""
+
+    def step(self, action):
+        self.steps += 1
+        return np.zeros(3, np.float32), 0.0, self.steps >= self.limit, False, {}
+
+
+def test_auto_steps_in_process_when_the_probes_env_needs_the_users_setup_first():
+    """The probe's extra env has not had the user's setup: its error does not fail make_vec,
+    which steps the envs in this process (as SyncVectorEnv), and the user's calls go on."""
+    venv = seedpool.make_vec([NeedsSetup] * 2, backend="auto")
+    try:
+        assert venv.pool.backend == "serial" and "probe" in venv.pool.layout_reason
+        venv.set_attr("limit", [1, 2])
+        venv.reset(seed=0)
+        _, _, term, _, _ = venv.step(np.zeros((2, 1), np.float32))
+        assert term.tolist() == [True, False]
+    finally:
+        venv.close()
+
+
 GAMMA = 0.99
 TASK = "HalfCheetah-v5" if importlib.util.find_spec("mujoco") is not None else "Pendulum-v1"
 

@@ -36,8 +36,9 @@ def open_failures(suite: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("suite,backend", [("gymnasium", "serial"), ("gymnasium", "process"), ("sb3", None),
-                                           ("envpool", None)])
+# ("gymnasium", "auto"): make_vec's default backend, so the route is exactly a user's one changed line.
+@pytest.mark.parametrize("suite,backend", [("gymnasium", "serial"), ("gymnasium", "process"), ("gymnasium", "auto"),
+                                           ("sb3", None), ("envpool", None)])
 def test_peer_suite_fails_nothing_beyond_the_open_list(suite, backend, tmp_path, capsys):
     if suite == "gymnasium" and peer_run.gymnasium_root() is None:
         pytest.skip("gymnasium's test tree is absent: ../shared/peer-suites/gymnasium (or "

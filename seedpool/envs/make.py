@@ -213,7 +213,17 @@ def auto_layout(spec: TaskSpec, num_envs: int, batch_size: int, num_workers: int
     in_loop = batch_size == num_envs and threads > 1 and not isolate
     # GIL-holding families (Atari) are costly enough to need no probe, unless a loop's
     # compute threads may make stepping them in this process the better choice.
-    cost = None if spec.prefer_processes and not in_loop else probe_step_cost(spec)
+    if spec.prefer_processes and not in_loop:
+        return choose_layout(None, num_envs, batch_size, num_workers, cores, threads, isolate)
+    try:
+        cost = probe_step_cost(spec)
+    except Exception as err:  # noqa: BLE001 - the user's own calls will meet the env's error, if any
+        # An env may need the user's setup before it steps (an attribute set with set_attr, a
+        # reset option): the probe's extra env has none. Step in this process, as
+        # SyncVectorEnv would; an env that cannot step at all raises at the user's first step.
+        log.info("seedpool: %s: the probe's env raised %r", spec.name, err)
+        return Layout("serial", 0, num_envs, f"an extra env built for the probe raised {type(err).__name__} "
+                                             "before the user's own setup: stepping in this process")
     return choose_layout(cost, num_envs, batch_size, num_workers, cores, threads, isolate)
 
 
