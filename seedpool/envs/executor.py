@@ -3,8 +3,8 @@
 `submit(ids, op)` starts envs; `wait(n)` returns n finished env ids in completion order.
 With no workers this is the serial backend: envs are stepped inside `wait`, in the order
 they were submitted. With workers, the pool's process may still own a share of the envs
-and step them while the workers step theirs (cheap envs on a 2-core machine gain most
-from that: one hand-off per batch instead of two).
+and step them while the workers step theirs (cheap envs on few cores gain most from that:
+one hand-off per batch instead of two; benchmarks/results/engine.md).
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ BACKENDS = ("auto", "serial", "thread", "process")
 ON_WORKER_DEATH = ("raise", "restart")
 
 # Rules for backend="auto", from benchmarks/results/engine.md: a hand-off to a worker on
-# another core costs tens of microseconds each way, and two Python processes running flat out
-# give well under 2x. Below this much env work per batch, stepping in-process wins.
+# another core has a fixed cost each way, and two Python processes running flat out do not
+# double the throughput. Below this much env work per batch, stepping in-process wins.
 SERIAL_BELOW_S = 150e-6
 # In async mode, up to this much work per batch, the pool's process steps a share of the envs
 # itself (one hand-off per batch instead of two); above it, it stays free for the policy.

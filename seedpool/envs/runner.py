@@ -265,7 +265,7 @@ def probe_step_cost(spec: TaskSpec, steps: int = 32, repeats: int = 5) -> float:
     a busy machine (a single noisy probe once flipped CartPole x 8 from serial to hybrid).
     Where Linux reports it, the time this thread spent runnable but waiting for a core is
     taken off each run: on a machine loaded by other jobs every run is preempted, and the
-    least wall time still read HalfCheetah at ~2-3x its cost (benchmarks/results/loop_why.md).
+    least wall time alone still overstated HalfCheetah's cost (benchmarks/results/loop_why.md).
     """
     env = spec.env_fn()
     try:

@@ -30,7 +30,7 @@ def env_ids(env_id: Any, num_envs: int) -> np.ndarray:
     if lo < 0 or hi >= num_envs:
         bad = ids[(ids < 0) | (ids >= num_envs)]
         raise ConfigError(f"unknown env_id {bad.tolist()}: this pool has env ids 0..{num_envs - 1}")
-    if ids.size > 64:  # marking the ids in a mask: ~15x faster than np.unique (a sort) at 256 ids
+    if ids.size > 64:  # marking the ids in a mask: no sort, unlike np.unique
         seen = np.zeros(num_envs, np.bool_)
         seen[ids] = True
         distinct = int(np.count_nonzero(seen))

@@ -20,8 +20,8 @@ buffer: each env is in at most one part in flight, and parts are collected in th
 they were posted, so a new part never overwrites one in flight (P = rows = the pool's envs).
 
 The caller spins while it waits for the helpers' last parts of its batch (a part's tail is
-short), but after 100 us it sleeps in turns of 50 us, so that a long part does not keep a
-core from the caller's other threads. A helper spins for a few tens of microseconds when
+short), but after a short spin it sleeps in short turns, so that a long part does not keep a
+core from the caller's other threads. A helper spins briefly when
 there is nothing to claim, then sleeps on a semaphore; `post` wakes it when it finds its flag set (an exchange on each side makes
 sure that either the helper sees the new part or the caller sees the flag).
 """
