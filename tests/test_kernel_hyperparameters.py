@@ -13,20 +13,13 @@ from seedpool.algos.td3 import TD3Config, TD3Learner
 from seedpool.models import ModelConfig, make_policy
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 from seedpool.records import Rollout
+from rollouts import random_rollout
 
 OBS = gym.spaces.Box(-1, 1, (4,))
 
 
-def _rollout(policy, seed: int, T: int = 16, B: int = 4) -> Rollout:
-    g = torch.Generator().manual_seed(seed)
-    r = Rollout.allocate(T, B, OBS, gym.spaces.Discrete(3), "cpu")
-    r.obs[:] = torch.randn(T, B, 4, generator=g)
-    with torch.no_grad():
-        a, logp, v = policy.act(r.obs.flatten(0, 1))
-    r.actions[:], r.logprobs[:], r.values[:T] = a.view(T, B), logp.view(T, B), v.view(T, B)
-    r.rewards[:] = torch.randn(T, B, generator=g)
-    r.valid[:] = True
-    return r
+def _rollout(policy, seed: int) -> Rollout:
+    return random_rollout(policy, OBS, gym.spaces.Discrete(3), seed)
 
 
 def _ppo(kernel: bool) -> PPOLearner:

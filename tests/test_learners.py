@@ -16,18 +16,11 @@ from seedpool.algos.learner import NonFiniteLossError, linear_decay
 from seedpool.algos.ppo import PPOConfig, PPOLearner
 from seedpool.models import MLPActorCritic, ModelConfig, make_policy
 from seedpool.records import Rollout, Unrolls
+from rollouts import random_rollout
 
 
-def _rollout(policy, T=16, B=4, seed=0) -> Rollout:
-    g = torch.Generator().manual_seed(seed)
-    r = Rollout.allocate(T, B, gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), "cpu")
-    r.obs[:] = torch.randn(T, B, 4, generator=g)
-    with torch.no_grad():
-        a, logp, v = policy.act(r.obs.flatten(0, 1))
-    r.actions[:], r.logprobs[:], r.values[:T] = a.view(T, B), logp.view(T, B), v.view(T, B)
-    r.rewards[:] = torch.randn(T, B, generator=g)
-    r.valid[:] = True
-    return r
+def _rollout(policy, seed=0) -> Rollout:
+    return random_rollout(policy, gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), seed)
 
 
 def _unrolls(model, T=5, B=4, seed=0, version=0, behaviour_shift=0.0) -> Unrolls:
