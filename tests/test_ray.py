@@ -21,6 +21,7 @@ from seedpool.distributed import ClusterError, RayConfig
 from seedpool.distributed.config import plan_groups
 from seedpool.experiment.metrics import series
 from seedpool.experiment.plot import smooth
+from seedpool.trainers import common
 from seedpool.trainers import impala as trainer
 
 # Every node and the driver on loopback: read when Ray is imported, so set before any test imports it.
@@ -152,7 +153,7 @@ def _train_losing_a_node(cluster, tmp_path, monkeypatch, lose) -> tuple:
     from seedpool.experiment.run import Run
 
     made = []
-    real_make_sources = trainer.make_sources
+    real_make_sources = common.make_sources  # what every central trainer's build calls
 
     def make_sources_and_remember(*args, **kwargs):
         made.extend(real_make_sources(*args, **kwargs))
@@ -171,7 +172,7 @@ def _train_losing_a_node(cluster, tmp_path, monkeypatch, lose) -> tuple:
             # The restarted group has sent its first batch (its envs' cut unrolls were dropped).
             run.stop_requested = True  # what Ctrl-C does
 
-    monkeypatch.setattr(trainer, "make_sources", make_sources_and_remember)
+    monkeypatch.setattr(common, "make_sources", make_sources_and_remember)
     monkeypatch.setattr(Run, "end_update", end_update_then_remove_then_stop)
     result = trainer.train_impala(_cfg(tmp_path, cluster, total_timesteps=10_000_000))
     return result, made, removed
