@@ -7,6 +7,8 @@ import sys
 from typing import Any, NamedTuple, Sequence
 
 from seedpool.envs import spaces
+from seedpool.envs.agents.make import AGENT_OPTIONS, make_agents
+from seedpool.envs.agents.resolve import find_agent_task
 from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.envpool_api import take_envpool_options
 from seedpool.envs.executor import ExecutorConfig
@@ -100,11 +102,19 @@ def make(
     restart = on_worker_death == "restart"
     check_observation_mode(observation_mode)
     seeds = env_seeds(seed, num_envs)
+    agent_options = {k: task_options.pop(k) for k in AGENT_OPTIONS if k in task_options}
+    agents, built = find_agent_task(task, task_options)
+    if agents is not None:  # a PettingZoo env: its agents are the rows (envs/agents/)
+        return make_agents(agents, agent_options, num_envs, batch_size, make, dict(
+            num_workers=num_workers, backend=backend, seed=seed, autoreset=autoreset,
+            max_episode_steps=max_episode_steps, step_timeout=step_timeout, on_worker_death=on_worker_death))
+    if agent_options:
+        raise ConfigError(f"{sorted(agent_options)} apply to multi-agent (PettingZoo) tasks only")
     spec = native_spec(task, native, backend, num_envs, max_episode_steps, info_keys, task_options)
     if spec is not None:
         cfg = native_config(spec, batch_size, num_workers)  # threads: num_workers caps them
         return EnvPool(spec, num_envs, batch_size, seeds, autoreset, cfg, made_with={"seed": seed, **task_options})
-    spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, **task_options)
+    spec = resolve(task, max_episode_steps=max_episode_steps, info_keys=info_keys, probe=built, **task_options)
     spec.observation_mode = observation_mode
     try:
         dynamic = spaces.check(spec.observation_space, "observation")

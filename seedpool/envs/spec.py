@@ -184,10 +184,11 @@ def resolve(
     task: Task,
     max_episode_steps: int | None = None,
     info_keys: dict[str, Any] | None = None,
+    probe: gym.Env | None = None,
     **options: Any,
 ) -> TaskSpec:
     """Resolve an id, a callable or a list of callables (one per env) to a TaskSpec, building
-    one env to read its spaces."""
+    one env to read its spaces (`probe`: an env the callable task already built, used instead)."""
     if isinstance(task, (list, tuple)):
         return _resolve_env_fns(list(task), max_episode_steps, info_keys, options)
     prefer_processes = False
@@ -198,7 +199,7 @@ def resolve(
                 "pass them to your env factory instead"
             )
         env_fn, name = task, getattr(task, "__name__", type(task).__name__)
-        probe, limit = env_fn(), None
+        probe, limit = (env_fn() if probe is None else probe), None
     elif isinstance(task, str):
         name, family = task, registry.find(task)
         if family is not None:

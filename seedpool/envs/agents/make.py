@@ -1,0 +1,45 @@
+"""`seedpool.make` for multi-agent tasks: the layout from one env, then the envs in the engine
+(or a native family's arrays)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from seedpool.envs.agents.adapter import ParallelAgentsEnv, TurnAgentsEnv
+from seedpool.envs.agents.layout import AgentLayout, Groups, build_layout
+from seedpool.envs.agents.resolve import AgentTask
+from seedpool.errors import ConfigError
+
+# make()'s options that only multi-agent pools take (the rest of task_options go to the env).
+AGENT_OPTIONS = ("groups", "check_action_masks")
+
+
+def layout_of(env: Any, groups: Groups) -> AgentLayout:
+    """The agent layout of a PettingZoo env (parallel or AEC); `info["state"]` where the env
+    declares a `state_space` (PettingZoo's convention for envs with a global `state()`)."""
+    try:
+        state_space = getattr(env, "state_space", None)
+    except Exception:  # noqa: BLE001 - a wrapper that forwards attributes only after reset
+        state_space = None
+    return build_layout(env.possible_agents, env.observation_space, env.action_space, groups, state_space)
+
+
+def make_agents(task: AgentTask, agent_options: dict[str, Any], num_envs: int, batch_size: int,
+                make_engine: Any, engine_kwargs: dict[str, Any]) -> Any:
+    """An `AgentPool` of `num_envs` envs of `task`, stepped by the engine that `make_engine`
+    builds (`seedpool.make` itself, for the adapted factory)."""
+    from seedpool.envs.agents.pool import AgentPool
+
+    unknown = set(agent_options) - set(AGENT_OPTIONS)
+    if unknown:
+        raise ConfigError(f"unknown multi-agent options {sorted(unknown)}")
+    try:
+        layout = layout_of(task.probe, agent_options.get("groups"))
+    finally:
+        task.close_probe()
+    adapter = TurnAgentsEnv if task.turn_based else ParallelAgentsEnv
+    factory = functools.partial(adapter, task.env_fn, layout)
+    factory.__name__ = task.name  # type: ignore[attr-defined]  # what the engine's messages call it
+    inner = make_engine(factory, num_envs=num_envs, batch_size=batch_size, **engine_kwargs)
+    return AgentPool(inner, layout, task.name, agent_options.get("check_action_masks", True))
