@@ -26,7 +26,7 @@ class ScenarioKernels(NamedTuple):
 
 def unsupported(**options: Any) -> None:
     """Refuse mpe2 options whose behaviour the kernels do not have (each is off by default)."""
-    on = [name for name, value in options.items() if value not in (None, False)]
+    on = [name for name, value in options.items() if value is not None and value is not False]
     if on:
         raise NotImplementedError(f"the native MPE families do not implement {', '.join(on)}; "
                                   f"use the PettingZoo env through the agent pool instead")
