@@ -232,3 +232,39 @@ def test_module_function_strings_and_factories_name_multiagent_tasks():
         assert pool.num_agents == 3
     with seedpool.make(agent_envs.Countdown, num_envs=1, backend="serial") as pool:
         assert pool.possible_agents == ["agent_0", "agent_1", "agent_2"]
+
+
+@pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
+def test_native_simple_spread_pool_gives_the_python_paths_rows(autoreset):
+    rng = np.random.default_rng(1)
+    actions = [rng.integers(0, 5, 12) for _ in range(60)]
+    runs = []
+    for native in (True, False):
+        with seedpool.make("simple_spread_v3", num_envs=4, seed=2, native=native, autoreset=autoreset,
+                           backend="auto" if native else "serial") as pool:
+            assert type(pool).__name__ == ("NativeAgentPool" if native else "AgentPool")
+            steps = [pool.reset()]
+            steps += [pool.step(a) for a in actions]
+            runs.append(steps)
+    for a, b in zip(*runs):
+        for x, y in zip(a[:-1], b[:-1]):
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-6)
+        for key in ("active", "episode_return", "episode_length", "env_id", "agent_id", "state", "elapsed_step"):
+            np.testing.assert_allclose(a[-1][key], b[-1][key], rtol=0, atol=1e-5, err_msg=key)
+        if "final_obs" in b[-1]:
+            np.testing.assert_allclose(a[-1]["final_obs"], b[-1]["final_obs"], atol=1e-6)
+
+
+def test_native_pool_is_reproducible_without_a_reset_and_async_hands_out_batches():
+    def run():
+        with seedpool.make("simple_spread_v3", num_envs=4, seed=9) as pool:
+            return pool.step(np.zeros(12, np.int64))[0]
+    np.testing.assert_array_equal(run(), run())
+    with seedpool.make("simple_spread_v3", num_envs=4, batch_size=2, seed=0) as pool:
+        pool.async_reset()
+        for _ in range(10):
+            obs, rew, term, trunc, info = pool.recv()
+            assert obs.shape == (6, 18)
+            pool.send(np.ones(6, np.int64), info["env_id"])
+        with pytest.raises(ConfigError, match="rows"):
+            pool.send(np.ones(5, np.int64), [0, 1])

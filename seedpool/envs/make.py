@@ -7,7 +7,7 @@ import sys
 from typing import Any, NamedTuple, Sequence
 
 from seedpool.envs import spaces
-from seedpool.envs.agents.make import AGENT_OPTIONS, make_agents
+from seedpool.envs.agents.make import AGENT_OPTIONS, make_agents, make_native_agents, native_agent_family
 from seedpool.envs.agents.resolve import find_agent_task
 from seedpool.envs.channel import ring_order_problem
 from seedpool.envs.envpool_api import take_envpool_options
@@ -103,6 +103,12 @@ def make(
     check_observation_mode(observation_mode)
     seeds = env_seeds(seed, num_envs)
     agent_options = {k: task_options.pop(k) for k in AGENT_OPTIONS if k in task_options}
+    family = native_agent_family(task)
+    if family is not None:  # a native multi-agent family (envs/families/mpe/)
+        pool = make_native_agents(family, task, native, backend, num_envs, batch_size, seeds, autoreset,
+                                  max_episode_steps, agent_options, task_options)
+        if pool is not None:
+            return pool
     agents, built = find_agent_task(task, task_options)
     if agents is not None:  # a PettingZoo env: its agents are the rows (envs/agents/)
         return make_agents(agents, agent_options, num_envs, batch_size, make, dict(

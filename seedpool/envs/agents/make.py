@@ -43,3 +43,38 @@ def make_agents(task: AgentTask, agent_options: dict[str, Any], num_envs: int, b
     factory.__name__ = task.name  # type: ignore[attr-defined]  # what the engine's messages call it
     inner = make_engine(factory, num_envs=num_envs, batch_size=batch_size, **engine_kwargs)
     return AgentPool(inner, layout, task.name, agent_options.get("check_action_masks", True))
+
+
+def native_agent_family(task: Any) -> type | None:
+    """The native multi-agent family of a PettingZoo id, if seedpool has one."""
+    if not isinstance(task, str):
+        return None
+    from seedpool.envs.families.mpe import NATIVE
+
+    return NATIVE.get(task)
+
+
+def make_native_agents(cls: type, task_id: str, native: bool | None, backend: str, num_envs: int, batch_size: int,
+                       seeds: list, autoreset: str, max_episode_steps: int | None, agent_options: dict[str, Any],
+                       task_options: dict[str, Any]) -> Any | None:
+    """A `NativeAgentPool` of `cls`, or None where `make` should take the PettingZoo path
+    (native=False, a backend named for env objects, options the family does not take)."""
+    import inspect
+
+    from seedpool.envs.agents.native_pool import NativeAgentPool
+
+    if native is False or backend not in ("auto", "serial"):
+        if native is True:
+            raise ConfigError(f"native=True runs {task_id} in this process: backend must be 'auto' or 'serial'")
+        return None
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "num_envs"}
+    unknown = set(task_options) - accepted
+    if unknown:
+        if native is True:
+            raise ConfigError(f"the native {task_id} takes options {sorted(accepted)}, not {sorted(unknown)}")
+        return None
+    family = cls(num_envs, **task_options)
+    layout = build_layout(family.possible_agents, family.observation_spaces, family.action_spaces,
+                          agent_options.get("groups"), family.state_space)
+    return NativeAgentPool(family, layout, task_id, seeds, autoreset, batch_size, max_episode_steps,
+                           agent_options.get("check_action_masks", True))
