@@ -181,6 +181,14 @@ class Nested:
                 v = v[p]
             arr[rows] = v
 
+    def __getitem__(self, rows: Any) -> Any:
+        """Rows `rows` of every leaf array, nested like the space: a native family's batch."""
+        return self.build([a[rows] for a in self.arrays])
+
+    def __setitem__(self, rows: Any, batch: Any) -> None:
+        """Store a batch nested like the space at `rows` (`write_rows`)."""
+        self.write_rows(rows, batch)
+
     def gather(self, take: Callable[[np.ndarray], np.ndarray], sel: np.ndarray | slice | None) -> Any:
         """The space's nesting of `take(leaf array)` for every leaf (the rows `sel` of Objects)."""
         return self.build([a.take(sel) if type(a) is Objects else take(a) for a in self.arrays])

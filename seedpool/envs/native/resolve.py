@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from seedpool.envs import registry
+from seedpool.envs import registry, spaces
 from seedpool.envs.errors import EnvPoolError
 from seedpool.envs.native.base import NativeEnv
 from seedpool.envs.spec import TaskSpec
@@ -88,12 +88,17 @@ def _spec(name: str, cls: type[NativeEnv], num_envs: int, max_episode_steps: int
     family = cls(num_envs, **options)
     for what in ("observation", "action"):
         space = getattr(family, f"single_{what}_space", None)
-        if not isinstance(space, _ARRAY_SPACES):
+        # An observation may also be a Dict or Tuple of them (a row of each leaf per env).
+        parts = spaces.leaves(space) if what == "observation" and isinstance(space, spaces.COMPOSITE) else [((), space)]
+        if not parts or not all(isinstance(s, _ARRAY_SPACES) for _, s in parts):
             raise TypeError(f"{cls.__name__}.single_{what}_space must be one of "
-                            f"{[s.__name__ for s in _ARRAY_SPACES]} (one array row per env), got {space!r}")
+                            f"{[s.__name__ for s in _ARRAY_SPACES]} (one array row per env)"
+                            f"{', or for observations a Dict or Tuple of them' if what == 'observation' else ''}, "
+                            f"got {space!r}")
     limit = family.max_episode_steps if max_episode_steps is None else max_episode_steps
     if limit is not None and limit <= 0:
         raise ValueError(f"max_episode_steps must be positive, got {limit}")
+    family.max_episode_steps = limit  # the pool's time limit, which a family may read (MiniGrid's reward)
     return TaskSpec(
         name=name,
         env_fn=_no_env_objects,
