@@ -143,13 +143,18 @@ def _handed_on(name: str, home: str) -> Any:
     try:
         module = importlib.import_module(home)
     except ImportError as err:
-        def missing(*args: Any, **kwargs: Any) -> Any:
-            raise ImportError(f"{name} is SuperSuit's wrapper and SuperSuit is not installed ({err}): "
-                              f"pip install 'seedpool[{EXTRA}]'") from err
-
-        missing.__name__ = name
-        return missing
+        return _missing(name, err)
     return getattr(module, name)
+
+
+def _missing(name: str, err: ImportError) -> Callable[..., Any]:
+    """Stands in for a wrapper of a SuperSuit that is not installed: says so when called."""
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise ImportError(f"{name} is SuperSuit's wrapper and SuperSuit is not installed ({err}): "
+                          f"pip install 'seedpool[{EXTRA}]'")
+
+    missing.__name__ = name
+    return missing
 
 
 def __dir__() -> list[str]:
