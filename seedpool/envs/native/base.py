@@ -50,8 +50,9 @@ class NativeEnv:
     """Base class of vector-native env families (see docs/engine.md).
 
     A subclass sets `single_observation_space` and `single_action_space` (a Box, Discrete,
-    MultiDiscrete or MultiBinary observation space: one array row per env) in `__init__`,
-    and implements `reset` and `step`. `self.rng(i)` is env i's own random generator,
+    MultiDiscrete or MultiBinary observation space: one array row per env; or a Dict or
+    Tuple of them, whose batches are dicts or tuples of such arrays) in `__init__`, and
+    implements `reset` and `step`. `self.rng(i)` is env i's own random generator,
     seeded by the engine exactly as gymnasium seeds a single env (`reset(seed=...)`), so a
     family that draws env i's random numbers from it, in the single env's order, repeats
     the single env's episodes.
