@@ -24,7 +24,8 @@ class EpisodeTracker:
                env_ids: np.ndarray | slice = slice(None)) -> list[Episode]:
         """Episodes ended by this batch (rows ``env_ids`` of the pool); ``step`` stamps them."""
         done, returns, lengths = self.finished(term, trunc, info, env_ids)
-        return [Episode(step, float(r), int(n)) for r, n in zip(returns[done], lengths[done])]
+        slots = np.arange(len(self.game_return))[env_ids][done]
+        return [Episode(step, float(r), int(n), int(k)) for r, n, k in zip(returns[done], lengths[done], slots)]
 
     def finished(self, term: np.ndarray, trunc: np.ndarray, info: dict,
                  env_ids: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

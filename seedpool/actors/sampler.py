@@ -58,6 +58,16 @@ def _compact(actions: np.ndarray, space: gym.Space) -> np.ndarray:
     return actions
 
 
+def _next_valid(term: np.ndarray | None, trunc: np.ndarray | None, info: dict) -> np.ndarray | bool:
+    """Which rows' next action is used (and learned from): a multi-agent pool says so per row
+    (`info["active"]`: not a dead agent, nor one waiting for its turn, nor the reset step after
+    an episode's end); for single-agent envs every env whose episode goes on."""
+    active = info.get("active")
+    if active is not None:
+        return active
+    return True if term is None else ~(term | trunc)
+
+
 def _memory(policy: ActorCritic, num_envs: int, action_space: gym.Space, device: str) -> PolicyMemory | None:
     """A recurrent policy's per-env memory, or None for a feed-forward policy."""
     if not is_recurrent(policy):
@@ -96,8 +106,8 @@ class SyncSampler:
     def start(self) -> None:
         """Reset every env (the pool's seeds apply)."""
         t0 = time.perf_counter()
-        self.next_obs, _ = self.pool.reset()
-        self.next_valid[:] = True
+        self.next_obs, info = self.pool.reset()
+        self.next_valid[:] = _next_valid(None, None, info)
         if self.memory is not None:
             self.memory.reset()
         self.timer.add("env", time.perf_counter() - t0)
@@ -109,7 +119,7 @@ class SyncSampler:
         for a in actions.astype(self._action_dtype, copy=False):
             self.next_obs, _, term, trunc, info = self.pool.step(a)
             self.episodes.update(0, term, trunc, info)  # rebuilds partial-game counters only
-        self.next_valid = ~(term | trunc)
+        self.next_valid = _next_valid(term, trunc, info) if len(actions) else self.next_valid
         self.env_steps = env_steps
         if self.action_log is not None:
             self.action_log = list(actions)
@@ -177,7 +187,7 @@ class SyncSampler:
             self.env_steps += self.B
             if memory is not None:
                 memory.observe(rew, valid)
-            valid = ~(term | trunc)
+            valid = _next_valid(term, trunc, info)
             episodes += self.episodes.update(self.env_steps, term, trunc, info)
             obs = next_obs
             infer_s += t1 - t0

@@ -14,13 +14,16 @@ class SyncLoop:
     Everything happens in the caller's thread, so a pause is the end of a round and the learner
     is always between updates when the caller holds control."""
 
-    def __init__(self, sampler, learner: Learner, state: Callable[[], dict]) -> None:
-        self.sampler, self.learner, self._state = sampler, learner, state
+    def __init__(self, sampler, learner: Learner, state: Callable[[], dict],
+                 group_of: Callable[[Any], str] | None = None) -> None:
+        """`group_of(episode)`: the name its returns are also logged under (a multi-agent run's
+        agent groups), or None."""
+        self.sampler, self.learner, self._state, self.group_of = sampler, learner, state, group_of
 
     def step(self, run: Run, until_step: int) -> bool:
         """Collect one rollout, learn from it, close the update in ``run``."""
         rollout, episodes = self.sampler.collect()
-        run.record_episodes(episodes)
+        run.record_episodes(episodes, self.group_of)
         with run.timer.phase("learn"):
             metrics = self.learner.update(rollout)
         run.end_update(self.sampler.env_steps, metrics)

@@ -56,6 +56,11 @@ def is_pettingzoo(obj: Any) -> str | None:
     return None
 
 
+def is_pettingzoo_id(task: Any) -> bool:
+    """Whether `task` is spelled as a PettingZoo id (lower_snake_case with a version)."""
+    return isinstance(task, str) and bool(_PZ_ID.match(task))
+
+
 def pettingzoo_id_factory(task_id: str, options: dict[str, Any]) -> Callable[[], Any] | None:
     """The factory of a PettingZoo id (with `options` bound), None if `task_id` is not one."""
     if not _PZ_ID.match(task_id):

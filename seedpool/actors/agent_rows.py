@@ -1,0 +1,114 @@
+"""A multi-agent pool as the samplers see it: one row per agent, each an "env" of its own.
+
+Samplers fill `[T, B]` buffers with `B = num_envs * num_agents` rows and mark as invalid the
+steps whose action is not used (`info["active"]`: a dead agent, an agent waiting for its
+turn, the reset step after an episode's end), so those steps count in no loss. Each row's
+features are the agent's observation with the blocks a team policy reads appended (its
+agent slot, its group, the env's state: seedpool/models/team.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from seedpool.envs.agents.layout import role
+from seedpool.errors import ConfigError
+from seedpool.models.team import MultiAgentConfig, TeamInputs
+
+
+def is_agent_pool(pool: Any) -> bool:
+    """Whether `pool` has agents as rows (a multi-agent pool of seedpool's)."""
+    return hasattr(pool, "num_rows") and hasattr(pool, "possible_agents")
+
+
+def policy_groups(pool: Any, ma: MultiAgentConfig) -> list[str]:
+    """The agent groups that get a policy each: one for a shared policy, else the pool's
+    groups (by role: adversary_0 -> adversary)."""
+    if ma.policies == "shared":
+        return ["agents"]
+    names: list[str] = []
+    for agent in pool.possible_agents:
+        if role(agent) not in names:
+            names.append(role(agent))
+    return names
+
+
+class AgentRows:
+    """`pool`'s rows with team features, behind the single-agent sync pool API."""
+
+    def __init__(self, pool: Any, ma: MultiAgentConfig) -> None:
+        if pool.is_async:
+            raise ConfigError("multi-agent training steps every env in lockstep: use a sync pool")
+        self.pool, self.ma = pool, ma
+        a = pool.num_agents
+        self.num_envs = self.batch_size = pool.num_rows
+        self.is_async = False
+        self.groups = policy_groups(pool, ma)
+        slot_group = np.array([self.groups.index(role(x)) if len(self.groups) > 1 else 0
+                               for x in pool.possible_agents])
+        self.row_group = np.tile(slot_group, pool.num_envs)
+        space = pool.single_observation_space
+        features = ma.agent_id or len(self.groups) > 1 or ma.critic == "central"
+        if features and not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+            raise ConfigError(f"--ma.agent-id, per-group policies and a central critic append inputs to each "
+                              f"agent's flat observation; this env's is {space}")
+        state = 0
+        if ma.critic == "central":
+            if pool.state_space is None:
+                raise ConfigError("--ma.critic central reads the env's global state(), and this env has no "
+                                  "state_space (PettingZoo's convention for envs with state())")
+            state = int(np.prod(pool.state_space.shape))
+        self.inputs = TeamInputs(obs=int(np.prod(space.shape)), agent=a if ma.agent_id else 0,
+                                 group=len(self.groups) if len(self.groups) > 1 else 0, state=state)
+        self._const = self._constant_blocks(slot_group, pool.num_envs)
+        if features:
+            low = np.concatenate([np.broadcast_to(space.low, space.shape).astype(np.float32),
+                                  np.zeros(self.inputs.agent + self.inputs.group, np.float32),
+                                  np.full(state, -np.inf, np.float32)])
+            high = np.concatenate([np.broadcast_to(space.high, space.shape).astype(np.float32),
+                                   np.ones(self.inputs.agent + self.inputs.group, np.float32),
+                                   np.full(state, np.inf, np.float32)])
+            self.single_observation_space = gym.spaces.Box(low, high, dtype=np.float32)
+        else:
+            self.single_observation_space = space
+        self.single_action_space = pool.single_action_space
+        self._features = features
+
+    def _constant_blocks(self, slot_group: np.ndarray, num_envs: int) -> np.ndarray:
+        """The agent and group one-hots of every row (they never change)."""
+        a = len(slot_group)
+        blocks = []
+        if self.inputs.agent:
+            blocks.append(np.tile(np.eye(a, dtype=np.float32), (num_envs, 1)))
+        if self.inputs.group:
+            blocks.append(np.eye(self.inputs.group, dtype=np.float32)[np.tile(slot_group, num_envs)])
+        return np.concatenate(blocks, 1) if blocks else np.zeros((a * num_envs, 0), np.float32)
+
+    def _rows(self, obs: np.ndarray, info: dict) -> np.ndarray:
+        if not self._features:
+            return obs
+        parts = [obs.reshape(len(obs), -1).astype(np.float32, copy=False), self._const]
+        if self.inputs.state:
+            parts.append(info["state"].reshape(len(obs), -1).astype(np.float32, copy=False))
+        return np.concatenate(parts, 1)
+
+    def group_of(self, episode) -> str:
+        """The group name of the row an episode ran in (per-group metrics)."""
+        return self.groups[self.row_group[episode.slot]] if episode.slot >= 0 else "agents"
+
+    def reset(self, *, seed: Any = None, options: dict | None = None):
+        obs, info = self.pool.reset(seed=seed, options=options)
+        return self._rows(obs, info), info
+
+    def step(self, action: np.ndarray):
+        obs, rew, term, trunc, info = self.pool.step(action)
+        return self._rows(obs, info), rew, term, trunc, info
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __repr__(self) -> str:
+        return f"{self.pool!r} as {self.num_envs} agent rows ({'/'.join(self.groups)} policies)"
