@@ -239,6 +239,23 @@ def test_concat_of_a_gymnasium_env_gives_one_row_per_env_with_terminal_observati
     venv.close()
 
 
+def test_supersuits_gymnasium_and_sb3_constructors_build_seedpools_vector_envs_of_copies():
+    env = gym.make("CartPole-v1")
+    venv = ss.gym_vec_env_v0(env, 2)
+    assert isinstance(venv, gym.vector.VectorEnv) and venv.num_envs == 2
+    obs, _ = venv.reset(seed=1)
+    np.testing.assert_allclose(obs[1], gym.make("CartPole-v1").reset(seed=2)[0])
+    venv.step(np.zeros(2, np.int64))
+    venv.close()
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+    venv = ss.stable_baselines3_vec_env_v0(env, 2, multiprocessing=True)
+    assert isinstance(venv, vec_env.VecEnv) and venv.pool.backend == "process"
+    assert venv.reset().shape == (2, 4)
+    venv.close()
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)  # the env handed in was never reset: the vectors stepped copies
+
+
 def test_supersuits_errors_and_the_extra_named_where_supersuit_is_missing(monkeypatch):
     from mpe2 import simple_spread_v3, simple_world_comm_v3
 
