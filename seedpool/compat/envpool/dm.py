@@ -3,7 +3,8 @@
 The pool autoresets as EnvPool does (the step after an episode's last starts the next), so
 the TimeStep of that step is FIRST; `discount` is the env's `info["discount"]` where it
 reports one (Atari, as EnvPool's), else 0 where the episode terminated and 1 elsewhere. `observation` is a named tuple: the env's
-observation under `obs`, then `env_id`, `players.env_id` and the pool's info entries.
+observation under `obs` (a Dict observation's keys as fields of their own, after the ids, as
+EnvPool's), then `env_id`, `players.env_id` and the pool's info entries.
 """
 
 from __future__ import annotations
@@ -141,9 +142,14 @@ class DMPool(dm_env.Environment):
         """obs, env_id, players.env_id, then the info entries whose names can be fields
         (not gymnasium's `_key` masks of which envs reported `key`: a field cannot start with _)."""
         env_id = info["env_id"].astype(np.int32)
+        # A Dict observation's keys are fields of their own, after the ids, as in EnvPool's State.
+        keys = tuple(obs) if isinstance(obs, dict) else ()
         extra = tuple(k for k in info if k.isidentifier() and not k.startswith("_")
-                      and k not in ("obs", "env_id", "players"))
-        kind = self._types.get(extra)
+                      and k not in ("obs", "env_id", "players", *keys))
+        kind = self._types.get(keys + extra)
         if kind is None:
-            kind = self._types[extra] = collections.namedtuple("State", ("obs", "env_id", "players", *extra))
+            names = ("env_id", "players", *keys) if keys else ("obs", "env_id", "players")
+            kind = self._types[keys + extra] = collections.namedtuple("State", (*names, *extra), rename=True)
+        if keys:
+            return kind(env_id, Players(env_id), *obs.values(), *(info[k] for k in extra))
         return kind(obs, env_id, Players(env_id), *(info[k] for k in extra))

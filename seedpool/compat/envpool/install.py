@@ -19,7 +19,8 @@ from seedpool.compat.envpool.tasks import MUJOCO
 
 # EnvPool's family packages whose tasks seedpool builds (Atari itself, the others through
 # gymnasium), as `import envpool.<family>.registration` names them.
-FAMILIES = ("atari", "classic_control", "toy_text", "box2d", "mujoco", "mujoco.gym")
+FAMILIES = ("atari", "classic_control", "toy_text", "box2d", "mujoco", "mujoco.gym", "mujoco.dmc", "mujoco.robotics",
+            "highway", "vizdoom")
 
 
 def install_as_envpool(quiet: bool = False) -> types.ModuleType:

@@ -23,6 +23,7 @@ from seedpool.compat.envpool.python.protocol import DMEnvPool, GymnasiumEnvPool
 from seedpool.compat.envpool.spec import EnvSpec
 from seedpool.compat.envpool.tasks import ALIASES, OWN, Factory, task_of
 from seedpool.envs import registry as seedpool_registry
+from seedpool.envs.families import packaged
 from seedpool.envs.envpool_api import PoolSpec, pool_config
 from seedpool.envs.spec import resolve
 from seedpool.errors import ConfigError
@@ -63,7 +64,7 @@ def make_gym(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
 def make_gymnasium(task_id: str, **kwargs: Any) -> GymnasiumEnvPool:
     """A seedpool pool of `task_id` (a seedpool id, a gymnasium id, one added by register, or
     one of EnvPool's own ids: see tasks.py)."""
-    options = _options(kwargs)
+    options = _options(kwargs, task_id)
     options.setdefault("backend", BACKEND)
     try:
         task, options = task_of(task_id, options)
@@ -91,7 +92,7 @@ def make_spec(task_id: str, **kwargs: Any) -> EnvSpec:
     """The spec a pool of `task_id` made with these options would have (one env is built to
     read the spaces, then closed)."""
     try:
-        task_fn, options = task_of(task_id, _options(kwargs))
+        task_fn, options = task_of(task_id, _options(kwargs, task_id))
         engine = {k: options.pop(k) for k in ("num_envs", "batch_size", "seed", "num_threads") if k in options}
         options.pop("thread_affinity_offset", None)
         limit = options.pop("max_episode_steps", None)
@@ -111,11 +112,12 @@ def make_spec(task_id: str, **kwargs: Any) -> EnvSpec:
 
 
 def list_all_envs() -> list[str]:
-    """Every id make accepts by name: seedpool's own (Atari, MinAtar), EnvPool's own ids that
+    """Every id make accepts by name: seedpool's own (Atari, MinAtar, and those of the families
+    on Python packages whose package is installed: dm_control, robotics, ...), EnvPool's own ids that
     seedpool builds (tasks.py), those added with `register`, and gymnasium's registered ids
     (some need gymnasium's extras installed)."""
-    return sorted(set(seedpool_registry.registered_ids()) | set(ALIASES) | set(OWN) | set(_USER_IDS)
-                  | set(gym.registry))
+    own = {i for i in seedpool_registry.registered_ids() if packaged.installed(seedpool_registry.find(i))}
+    return sorted(own | set(ALIASES) | set(OWN) | set(_USER_IDS) | set(gym.registry))
 
 
 def register(task_id: str, entry_point: str | Callable[..., gym.Env], aliases: Sequence[str] = (),
@@ -137,13 +139,15 @@ def register(task_id: str, entry_point: str | Callable[..., gym.Env], aliases: S
         _USER_IDS.append(name)
 
 
-def _options(kwargs: dict[str, Any]) -> dict[str, Any]:
+def _options(kwargs: dict[str, Any], task_id: str) -> dict[str, Any]:
     """EnvPool's make arguments as seedpool.make's (a new dict; the caller's is not changed),
     with EnvPool's checks."""
     options = dict(kwargs)
+    pixels = options.get("from_pixels") and packaged.renders(seedpool_registry.find(task_id))
     for key in _RENDER_OPTIONS:
-        options.pop(key, None)
-    if options.pop("from_pixels", False):
+        if not (pixels and key in packaged.PIXEL_OPTIONS):  # a family that renders takes its frame size
+            options.pop(key, None)
+    if not pixels and options.pop("from_pixels", False):
         raise EnvPoolArgumentError("from_pixels=True renders MuJoCo tasks in EnvPool's C++ engine; "
                                    "seedpool does not render pools (wrap your env with gymnasium's "
                                    "AddRenderObservation and pass it as a factory)")

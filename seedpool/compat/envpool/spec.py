@@ -63,9 +63,14 @@ class EnvSpec(PoolSpec):
         """The same spec, with EnvPool's dm_env methods."""
         return cls(**{f.name: getattr(spec, f.name) for f in fields(PoolSpec)})
 
-    def observation_spec(self) -> State:
-        """dm_env's observation spec: the env's observation under `obs`, with EnvPool's ids."""
-        return State(dm_spec(self.observation_space, "obs"), _ID, Players(_ID))
+    def observation_spec(self) -> Any:
+        """dm_env's observation spec: the env's observation under `obs` (a Dict's keys as
+        fields of their own, after the ids, as EnvPool's), with EnvPool's ids."""
+        space = self.observation_space
+        if isinstance(space, gym.spaces.Dict):
+            kind = collections.namedtuple("State", ("env_id", "players", *space.spaces), rename=True)
+            return kind(_ID, Players(_ID), *(dm_spec(s, k) for k, s in space.spaces.items()))
+        return State(dm_spec(space, "obs"), _ID, Players(_ID))
 
     def action_spec(self) -> Any:
         """dm_env's spec of one action."""

@@ -30,10 +30,25 @@ PACKAGES: dict[str, tuple[str, str]] = {
 }
 
 
+# Families whose envs render EnvPool's `from_pixels` observations, and the options that size them.
+PIXEL_FAMILIES = ("dmc",)
+PIXEL_OPTIONS = ("render_width", "render_height", "render_camera_id")
+
+
 def available(family: str) -> bool:
     """Whether the package of `family` is installed (True for families not built on one)."""
     module = PACKAGES.get(family, (None,))[0]
     return module is None or importlib.util.find_spec(module) is not None
+
+
+def installed(family: Any) -> bool:
+    """`available` for a registry `Family` (or None: an id of no family)."""
+    return family is None or available(family.name)
+
+
+def renders(family: Any) -> bool:
+    """Whether a registry `Family` (or None) builds EnvPool's `from_pixels` observations."""
+    return family is not None and family.name in PIXEL_FAMILIES
 
 
 def require(family: str, task_id: str) -> None:

@@ -32,6 +32,9 @@ SCENARIOS: dict[str, tuple[str, int]] = {
     "two-way-v0": ("TwoWay-v0", 15), "u-turn-v0": ("UTurn-v0", 10),
 }
 _IDS = {**{name: name for name in SCENARIOS}, **{camel: name for name, (camel, _) in SCENARIOS.items()}}
+# EnvPool registers its multi-agent v1 as the same scenario and config as v0
+# (envpool/highway/registration.py); highway-env's v1 gives a reward per agent instead.
+_BUILDS = {"intersection-multi-agent-v1": "intersection-multi-agent-v0"}
 # EnvPool's key order of the Dict observations (highway-env's Dicts are sorted by key).
 _ORDER = ("observation", "achieved_goal", "desired_goal", "state", "derivative", "reference_state")
 _INFO = {"speed": np.float32, "crashed": np.bool_, "is_success": np.bool_}
@@ -52,7 +55,7 @@ def make_highway(task_id: str, **options: Any) -> EnvPoolTask:
 
     name = _IDS[task_id]
     limit = positive_int("max_episode_steps", options.pop("max_episode_steps", SCENARIOS[name][1]))
-    env = peel(gym.make(name, disable_env_checker=True))[0]
+    env = peel(gym.make(_BUILDS.get(name, name), disable_env_checker=True))[0]
     config = env.unwrapped.config
     unknown = sorted(set(options) - set(config))
     if unknown:
