@@ -1,4 +1,4 @@
-"""`seedpool` command line: train, eval, plot, bench.
+"""`seedpool` command line: train, eval, plot, bench, tune.
 
     seedpool train ppo --env CartPole-v1 [--seed 1 --total-timesteps 100000 ...]
     seedpool train ppo --resume runs/CartPole-v1__ppo__1__... [--total-timesteps N]
@@ -6,6 +6,7 @@
     seedpool eval RUN_DIR [--episodes 10] [--video]
     seedpool plot RUN_DIR... [--out curves.png]
     seedpool bench ...
+    seedpool tune ppo --env CartPole-v1 --pbt --tune.space 'learning_rate=loguniform(1e-4,1e-2)'
 
 Each training algorithm is one entry of ``TRAINERS`` (`seedpool.algorithms`): its config
 class, its per-env defaults and its train function (see docs/training.md to add one).
@@ -31,7 +32,7 @@ from seedpool.algorithms import TRAINERS, Trainer
 from seedpool.algorithms import load as _load
 from seedpool.errors import SeedpoolError
 
-USAGE = """usage: seedpool {train,eval,plot,bench} ...
+USAGE = """usage: seedpool {train,eval,plot,bench,tune} ...
 
   seedpool train ALGO --env ID [options]   train (ALGO: %s); --help lists the options
   seedpool train ALGO --resume RUN_DIR     continue a stopped run in its folder
@@ -39,6 +40,8 @@ USAGE = """usage: seedpool {train,eval,plot,bench} ...
   seedpool eval RUN_DIR [--episodes N] [--video]
   seedpool plot RUN_DIR... [--out PNG]
   seedpool bench [options]                 engine and end-to-end throughput
+  seedpool tune ALGO --env ID --pbt|--search --tune.space RANGE...   PBT or a search on Ray Tune
+  seedpool tune --resume DIR               continue a stopped tune experiment
 """
 
 
@@ -189,11 +192,17 @@ def cmd_bench(argv: list[str]) -> int:
     return int(bench.main(argv) or 0)
 
 
+def cmd_tune(argv: list[str]) -> int:
+    """`seedpool tune ...`: population-based training or a search on Ray Tune (seedpool.tune)."""
+    return int(_load("seedpool.tune.driver:main")(argv))
+
+
 def parse_command(argv: list[str]) -> Any:
     """The parsed options of a `seedpool` command line (``argv`` without "seedpool"); nothing runs.
 
     `train` gives the resolved training config (reading the run folder of ``--resume``),
-    `eval`, `plot` and `bench` their argument dataclasses. Bad input raises `UsageError`
+    `eval`, `plot` and `bench` their argument dataclasses, `tune` its checked experiment
+    (without the probe run a rare ``--metric`` needs, and without reading ``--resume``'s folder). Bad input raises `UsageError`
     (or tyro's `SystemExit(2)` for an unknown option); ``--help`` exits with 0.
     """
     if not argv or argv[0] not in COMMANDS:
@@ -207,11 +216,13 @@ def parse_command(argv: list[str]) -> Any:
         return tyro.cli(EvalArgs, args=rest, prog="seedpool eval")
     if command == "plot":
         return tyro.cli(PlotArgs, args=rest, prog="seedpool plot")
+    if command == "tune":
+        return _load("seedpool.tune.driver:parse_options")(rest)
     return tyro.cli(importlib.import_module("seedpool.bench").BenchArgs, args=rest, prog="seedpool bench")
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
-    "train": cmd_train, "eval": cmd_eval, "plot": cmd_plot, "bench": cmd_bench,
+    "train": cmd_train, "eval": cmd_eval, "plot": cmd_plot, "bench": cmd_bench, "tune": cmd_tune,
 }
 
 

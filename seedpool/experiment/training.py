@@ -196,7 +196,8 @@ class Training:
         else:
             path = Path(source)
             path = path / CHECKPOINT_FILE if path.is_dir() else path
-            state = load_checkpoint(path, self.run.algo)["learner"]
+            ckpt = load_checkpoint(path, self.run.algo)  # the learner's state, split as trainer_state saves it
+            state = {**ckpt["learner"], "model": ckpt["model"], "optimizer": ckpt["optimizer"]}
         with self.loop.between_updates():
             if optimizer:
                 self.learner.load_state_dict(state)
