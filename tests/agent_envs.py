@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
@@ -86,8 +84,8 @@ class Switches(ParallelEnv):
 
     metadata = {"name": "switches_v0"}
 
-    def __init__(self, size: int = 5, max_cycles: int = 25):
-        self.possible_agents = ["agent_0", "agent_1"]
+    def __init__(self, size: int = 5, max_cycles: int = 25, names: tuple[str, str] = ("agent_0", "agent_1")):
+        self.possible_agents = list(names)
         self.size, self.max_cycles = size, max_cycles
         self._obs = spaces.Box(0, 1, (3,), np.float32)
         self._act = spaces.Discrete(3)
@@ -135,4 +133,6 @@ def switches():
     return Switches()
 
 
-switches_long = functools.partial(Switches, 7, 30)
+def switches_pair():
+    """Switches whose two agents are two groups (left_0, right_0): one policy each with per-group policies."""
+    return Switches(names=("left_0", "right_0"))
