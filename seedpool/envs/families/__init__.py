@@ -7,4 +7,4 @@ A family imports the engine's native internals (seedpool/envs/native/) and the r
 never `make`.
 """
 
-FAMILIES = ("atari", "minatar", "classic", "mujoco", "dmc", "box2d", "robotics", "highway", "minigrid")
+FAMILIES = ("atari", "minatar", "classic", "mujoco", "dmc", "box2d", "robotics", "highway", "vizdoom", "minigrid")
