@@ -51,8 +51,9 @@ class AgentRows:
                                for x in pool.possible_agents])
         self.row_group = np.tile(slot_group, pool.num_envs)
         space = pool.single_observation_space
-        features = ma.agent_id or len(self.groups) > 1 or ma.critic == "central"
-        if features and not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+        mask = pool.layout.mask_size or 0  # action masks (legal moves): the policy reads them
+        features = ma.agent_id or len(self.groups) > 1 or ma.critic == "central" or bool(mask)
+        if features and not isinstance(space, gym.spaces.Box):
             raise ConfigError(f"--ma.agent-id, per-group policies and a central critic append inputs to each "
                               f"agent's flat observation; this env's is {space}")
         state = 0
@@ -62,15 +63,15 @@ class AgentRows:
                                   "state_space (PettingZoo's convention for envs with state())")
             state = int(np.prod(pool.state_space.shape))
         self.inputs = TeamInputs(obs=int(np.prod(space.shape)), agent=a if ma.agent_id else 0,
-                                 group=len(self.groups) if len(self.groups) > 1 else 0, state=state)
+                                 group=len(self.groups) if len(self.groups) > 1 else 0, state=state, mask=mask)
         self._const = self._constant_blocks(slot_group, pool.num_envs)
         if features:
-            low = np.concatenate([np.broadcast_to(space.low, space.shape).astype(np.float32),
+            low = np.concatenate([np.broadcast_to(space.low, space.shape).astype(np.float32).reshape(-1),
                                   np.zeros(self.inputs.agent + self.inputs.group, np.float32),
-                                  np.full(state, -np.inf, np.float32)])
-            high = np.concatenate([np.broadcast_to(space.high, space.shape).astype(np.float32),
+                                  np.full(state, -np.inf, np.float32), np.zeros(mask, np.float32)])
+            high = np.concatenate([np.broadcast_to(space.high, space.shape).astype(np.float32).reshape(-1),
                                    np.ones(self.inputs.agent + self.inputs.group, np.float32),
-                                   np.full(state, np.inf, np.float32)])
+                                   np.full(state, np.inf, np.float32), np.ones(mask, np.float32)])
             self.single_observation_space = gym.spaces.Box(low, high, dtype=np.float32)
         else:
             self.single_observation_space = space
@@ -93,6 +94,8 @@ class AgentRows:
         parts = [obs.reshape(len(obs), -1).astype(np.float32, copy=False), self._const]
         if self.inputs.state:
             parts.append(info["state"].reshape(len(obs), -1).astype(np.float32, copy=False))
+        if self.inputs.mask:
+            parts.append(info["action_mask"].astype(np.float32))
         return np.concatenate(parts, 1)
 
     def group_of(self, episode) -> str:

@@ -43,7 +43,7 @@ def make_batch(rollout, gamma: float, gae_lambda: float, reward_scale: float = 1
     """
     rewards = rollout.rewards if reward_scale == 1.0 else rollout.rewards * reward_scale
     advantages = gae(
-        rewards, rollout.values, rollout.terminated, rollout.truncated, gamma, gae_lambda
+        rewards, rollout.values, rollout.terminated, rollout.truncated, gamma, gae_lambda, rollout.valid
     )
     returns = advantages + rollout.values[:-1]
     steps = PPOBatch(

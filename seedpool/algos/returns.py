@@ -24,9 +24,17 @@ def gae(
     truncated: torch.Tensor,
     gamma: float,
     lam: float,
+    valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Generalised advantage estimates ``[T, B]`` (Schulman et al. 2016)."""
+    """Generalised advantage estimates ``[T, B]`` (Schulman et al. 2016).
+
+    ``valid`` (bool ``[T, B]``): which steps are the row's own (see `has_gaps`); where a row
+    has steps that are not its own inside an episode (a turn-based game's agent waiting for
+    its turn), each of its steps bootstraps from its next own step instead (`gae_with_gaps`).
+    """
     _check_time_major(rewards, values, terminated, truncated)
+    if valid is not None and has_gaps(valid, terminated | truncated):
+        return gae_with_gaps(rewards, values, terminated, truncated, valid, gamma, lam)
     not_terminal = 1.0 - terminated.to(values.dtype)
     not_done = 1.0 - (terminated | truncated).to(values.dtype)
     # All the one-step TD errors at once; only the recursion below is sequential.
@@ -43,6 +51,60 @@ def gae(
         running = d[t] + k[t] * running
         out[t] = running
     return advantages
+
+
+def has_gaps(valid: torch.Tensor, ended: torch.Tensor) -> bool:
+    """Whether some row has a step that is not its own (``valid`` False) right after a step of
+    the same episode: not the reset step that follows an episode's end, nor the rows of an
+    agent that is done. Without such gaps plain GAE is exact on every valid step."""
+    if bool(valid.all()):
+        return False
+    return bool((~valid[1:] & ~ended[:-1] & valid[:-1]).any())
+
+
+def gae_with_gaps(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminated: torch.Tensor,
+    truncated: torch.Tensor,
+    valid: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """GAE where a row's own steps need not be consecutive: a valid step's transition runs to
+    the row's next valid step (or its episode's end), its reward being every reward the row
+    got on the way. Steps that are not the row's own get 0 (no loss reads them)."""
+    r = rewards.detach().cpu().double().numpy()
+    v = values.detach().cpu().double().numpy()
+    term = terminated.cpu().numpy()
+    ended = (terminated | truncated).cpu().numpy()
+    own = valid.cpu().numpy()
+    T, shape = r.shape[0], r.shape[1:]
+    out = np.zeros(r.shape)
+    v_next = v[T].copy()  # the value the next own step (or the rollout's end) bootstraps from
+    adv_next = np.zeros(shape)
+    acc = np.zeros(shape)  # rewards since the previous own step (later in time)
+    stop = np.zeros(shape)  # 1 where an episode end lies between a step and its next own step
+    cut = np.zeros(shape)  # 1 where that end was a termination: no bootstrap
+    for t in range(T - 1, -1, -1):
+        e = ended[t]
+        # An episode ends here: nothing after it belongs to the steps before it.
+        acc = np.where(e, 0.0, acc)
+        v_next = np.where(e, v[t + 1], v_next)
+        adv_next = np.where(e, 0.0, adv_next)
+        stop = np.where(e, 1.0, stop)
+        cut = np.where(e, term[t].astype(np.float64), cut)
+        acc = acc + r[t]
+        delta = acc + gamma * v_next * (1.0 - cut) - v[t]
+        adv = delta + gamma * lam * (1.0 - stop) * adv_next
+        mine = own[t]
+        out[t] = np.where(mine, adv, 0.0)
+        v_next = np.where(mine, v[t], v_next)
+        adv_next = np.where(mine, adv, adv_next)
+        acc = np.where(mine, 0.0, acc)
+        stop = np.where(mine, 0.0, stop)
+        cut = np.where(mine, 0.0, cut)
+    return torch.from_numpy(out).to(dtype=values.dtype, device=values.device)
 
 
 def discounted_returns(

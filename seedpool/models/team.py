@@ -38,22 +38,25 @@ class MultiAgentConfig:
 @dataclass(frozen=True)
 class TeamInputs:
     """Widths of a row's feature blocks, in order: own observation, agent one-hot, group
-    one-hot, state (0 where a block is absent)."""
+    one-hot, state, action mask (0 where a block is absent)."""
 
     obs: int
     agent: int = 0
     group: int = 0
     state: int = 0
+    mask: int = 0
 
     @property
     def width(self) -> int:
-        return self.obs + self.agent + self.group + self.state
+        return self.obs + self.agent + self.group + self.state + self.mask
 
-    def split(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def split(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """(own, agent, group, state, mask) columns of features `x`."""
         a = self.obs
         g = a + self.agent
         s = g + self.group
-        return x[:, :a], x[:, a:g], x[:, g:s], x[:, s:s + self.state]
+        m = s + self.state
+        return x[:, :a], x[:, a:g], x[:, g:s], x[:, s:m], x[:, m:m + self.mask]
 
 
 def _mlp(inputs: int, hidden: tuple[int, ...], out: int, activation: str, out_std: float) -> nn.Sequential:
@@ -88,7 +91,7 @@ class TeamActorCritic(ActorCritic):
 
     def forward(self, obs: torch.Tensor):
         x = obs.flatten(1).float()
-        own, agent, group, state = self.inputs.split(x)
+        own, agent, group, state, mask = self.inputs.split(x)
         actor_x = torch.cat([own, agent], 1) if agent.shape[1] else own
         critic_base = state if self.central else own
         critic_x = torch.cat([critic_base, agent], 1) if agent.shape[1] else critic_base
@@ -107,6 +110,12 @@ class TeamActorCritic(ActorCritic):
         if self.continuous:
             log_std = self.log_std[0].expand_as(out) if gid is None else self.log_std[gid]
             return (out, log_std), value
+        if mask.shape[1]:
+            # Ruled-out actions get no probability, in acting and in the loss alike (the mask is
+            # part of the stored observation). A row with no legal action is inactive: its
+            # action is ignored, so it keeps every choice rather than a distribution of NaNs.
+            legal = (mask > 0.5) | (mask <= 0.5).all(1, keepdim=True)
+            out = out.masked_fill(~legal, torch.finfo(out.dtype).min)
         return out, value
 
 
