@@ -202,8 +202,9 @@ def parse_command(argv: list[str]) -> Any:
 
     `train` gives the resolved training config (reading the run folder of ``--resume``),
     `eval`, `plot` and `bench` their argument dataclasses, `tune` its checked experiment
-    (without the probe run a rare ``--metric`` needs, and without reading ``--resume``'s folder). Bad input raises `UsageError`
-    (or tyro's `SystemExit(2)` for an unknown option); ``--help`` exits with 0.
+    (without the probe run a rare ``--metric`` needs, and not reading ``--resume``'s folder).
+    Bad input raises `UsageError` (or tyro's `SystemExit(2)` for an unknown option); ``--help``
+    exits with 0.
     """
     if not argv or argv[0] not in COMMANDS:
         raise UsageError(f"expected a command ({', '.join(COMMANDS)}), got {argv[:1]}")

@@ -12,6 +12,7 @@ docs/architecture.md's layer table is checked against every import in seedpool/,
 from __future__ import annotations
 
 import re
+import shlex
 import warnings
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from seedpool.cli import TRAINERS, EvalArgs, PlotArgs, UsageError, _load, main, 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FIXTURES = ROOT / "tests" / "fixtures" / "checkpoints_v1"  # one run folder per trainer
-COMMANDS = ("train", "eval", "plot", "bench")
+COMMANDS = ("train", "eval", "plot", "bench", "tune")
 # Placeholders in documented commands, and what stands in for them (run folders separately).
 PLACEHOLDERS = {"ID": "CartPole-v1", "N": "3", "PNG": "curves.png", "<Game>": "Breakout"}
 # Other programs whose command lines the docs show, and their flags named alone in prose.
@@ -76,7 +77,7 @@ def _is_run_folder(word: str) -> bool:
 
 def concrete(command: str, run_folder: Path) -> list[str]:
     """The command's argv (without "seedpool"), placeholders filled in and optional brackets dropped."""
-    words = command.replace("[", " ").replace("]", " ").split()[1:]
+    words = shlex.split(command.replace("[", " ").replace("]", " "))[1:]  # a tune range is quoted
     out: list[str] = []
     for word in words:
         if _is_run_folder(word):
@@ -133,6 +134,7 @@ def _options_of(cls: type, default: object = None) -> set[str]:
 def test_options_named_in_the_docs_exist():
     """Every `--option` in inline code or a bash block is an option of some seedpool command."""
     import seedpool.bench
+    from seedpool.tune.options import TuneArgs
 
     known = {"--dry-run"} | OTHER_PROGRAMS_FLAGS
     for entry in TRAINERS.values():
@@ -141,7 +143,7 @@ def test_options_named_in_the_docs_exist():
             known |= {f"--{section}.{old.replace('_', '-')}" for section, old in _load(entry.renamed)}
         if entry.converted is not None:  # old options whose value converts (with a deprecation line)
             known |= {opt.flag(opt.old) for opt in _load(entry.converted)}
-    for cls in (EvalArgs, PlotArgs, seedpool.bench.BenchArgs):
+    for cls in (EvalArgs, PlotArgs, seedpool.bench.BenchArgs, TuneArgs):
         known |= _options_of(cls)
     stale = []
     for doc in DOCS:

@@ -91,7 +91,14 @@ def _new_folder(runs_dir: Path, env: str, algo: str, scheduler: str) -> Path:
 def run_experiment(spec: ExperimentSpec, address: str | None, resume: bool) -> int:
     """Run (or continue) the experiment to its end or a Ctrl-C; Ray is shut down in every case."""
     ray = _import_ray()
+    import logging
+
     from seedpool.tune import launch
+
+    # The console gets seedpool's lines (a report per member, the table, how to resume); Ray
+    # Tune's own progress tables and its restore hint name its Python API, not this command.
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    logging.getLogger("ray.tune").setLevel(logging.ERROR)
 
     folder = Path(spec.dir)
     folder.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@ hosts), the `Tuner` with its scheduler or search algorithm, and the callback tha
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -18,7 +19,7 @@ from ray.tune.schedulers import PopulationBasedTraining, TrialScheduler
 from seedpool.errors import ConfigError
 from seedpool.tune import results
 from seedpool.tune.member import (
-    NAMESPACE, MemberHost, StopFlag, host_name, pbt_trainable, search_trainable, stop_flag_name,
+    MEMBER_PREFIX, NAMESPACE, MemberHost, StopFlag, host_name, pbt_trainable, search_trainable, stop_flag_name,
 )
 from seedpool.tune.options import ExperimentSpec
 from seedpool.tune.space import Range
@@ -92,7 +93,7 @@ def tuner(spec: ExperimentSpec, resume: bool) -> tune.Tuner:
             hyperparam_mutations={r.path: r.mutation() for r in ranges},
             custom_explore_fn=_Clamp(ranges), log_config=False)
         tune_config = tune.TuneConfig(metric="metric", mode=spec.mode, scheduler=pbt, num_samples=1,
-                                      trial_dirname_creator=_dirname)
+                                      trial_dirname_creator=_Numbering(spec.dir))
     else:
         from ray.tune.search import ConcurrencyLimiter
         from ray.tune.search.optuna import OptunaSearch
@@ -100,7 +101,7 @@ def tuner(spec: ExperimentSpec, resume: bool) -> tune.Tuner:
         space = {r.path: r.domain() for r in ranges}
         search = ConcurrencyLimiter(OptunaSearch(seed=spec.seed), max_concurrent=spec.population)
         tune_config = tune.TuneConfig(metric="metric", mode=spec.mode, search_alg=search,
-                                      num_samples=spec.num_samples, trial_dirname_creator=_dirname)
+                                      num_samples=spec.num_samples, trial_dirname_creator=_Numbering(spec.dir))
     return tune.Tuner(trainable, param_space=space, tune_config=tune_config, run_config=run_config)
 
 
@@ -202,8 +203,21 @@ class _Initial:
         return self.initial[int(config["member"])][self.path]
 
 
-def _dirname(trial: Any) -> str:
-    return f"member-{int(trial.trial_id.rsplit('_', 1)[-1])}"
+class _Numbering:
+    """Ray Tune's trial_dirname_creator: member-K, K a trial's member number. Under PBT it is the
+    member the grid made the trial; a search numbers its trials in the order they are created,
+    in a file of the experiment folder, so that numbers go on after a resume."""
+
+    def __init__(self, folder: str) -> None:
+        self.path = Path(folder) / "members.json"
+
+    def __call__(self, trial: Any) -> str:
+        if "member" in trial.config:
+            return f"{MEMBER_PREFIX}{int(trial.config['member'])}"
+        numbers = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        numbers.setdefault(trial.trial_id, len(numbers))
+        self.path.write_text(json.dumps(numbers))
+        return f"{MEMBER_PREFIX}{numbers[trial.trial_id]}"
 
 
 def _cluster_cpus() -> float:

@@ -34,6 +34,7 @@ from seedpool.tune.options import EPISODE_RETURN, ExperimentSpec
 NAMESPACE = "seedpool-tune"
 CHECKPOINT = "checkpoint.pt"
 MEMBER_FILE = "member.json"
+MEMBER_PREFIX = "member-"  # a trial's folder: member-3
 POLL_S = 0.5  # how often a member asks whether the experiment is stopping
 
 
@@ -163,10 +164,9 @@ MemberHost = ray.remote(Member)
 
 
 def member_index() -> int:
-    """This trial's member number: Ray Tune numbers an experiment's trials (``<id>_00003``) in
-    the order it creates them, and keeps the number through PBT's exploits, which copy the
-    better member's whole config (a number kept in the config would be copied with it)."""
-    return int(tune.get_context().get_trial_id().rsplit("_", 1)[-1])
+    """This trial's member number, from its folder's name (``member-3``, given when the trial was
+    created): PBT's exploit copies the better member's whole config, a number in it included."""
+    return int(Path(tune.get_context().get_trial_dir()).name[len(MEMBER_PREFIX):])
 
 
 def pbt_trainable(config: dict[str, Any], spec: dict[str, Any]) -> None:
