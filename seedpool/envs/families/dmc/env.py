@@ -3,7 +3,9 @@
 An id is the domain and task in CamelCase with "-v1" ("CheetahRun-v1", "BallInCupCatch-v1",
 "HumanoidCMUWalk-v1", "LqrLqr21-v1"): the tasks of dm_control's `suite.BENCHMARKING` and the
 extra ones EnvPool lists. The observation is EnvPool's: an ordered Dict of dm_control's
-observation keys, each float64 with dm_control's shape (a scalar is shape `()`), or with
+observation keys (for dog, finger, fish, humanoid and quadruped the union of the domain's
+tasks' keys, as EnvPool's: see UNION), each float64 with dm_control's shape (a scalar is
+shape `()`), or with
 `from_pixels=True` the rendered frame channel-first, `[3, render_height, render_width]`
 uint8. The action is dm_control's float64 Box. EnvPool's options: `task_name` (the
 dm_control task of the id's domain), `frame_skip` (physics steps per step; each domain's
@@ -49,6 +51,23 @@ TASKS: dict[str, tuple[str, ...]] = {
 MAX_EPISODE_STEPS = 1000
 _VERSION = "-v1"
 
+# EnvPool gives every task of a domain the same observation keys: the union of its tasks'
+# (in this order), a key its task lacks holding zeros (quadruped's `origin` is computed for
+# every task). domain -> each key, and the shape of those some task lacks.
+UNION: dict[str, tuple[tuple[str, tuple[int, ...] | None], ...]] = {
+    "dog": (("joint_angles", None), ("joint_velocites", None), ("torso_pelvis_height", None), ("z_projection", None),
+            ("torso_com_velocity", None), ("inertial_sensors", None), ("foot_forces", None), ("touch_sensors", None),
+            ("actuator_state", None), ("ball_state", (6,)), ("target_position", (3,))),
+    "finger": (("position", None), ("velocity", None), ("touch", None), ("target_position", (2,)),
+               ("dist_to_target", ())),
+    "fish": (("joint_angles", None), ("upright", None), ("velocity", None), ("target", (3,))),
+    "humanoid": (("joint_angles", (21,)), ("head_height", ()), ("extremities", (12,)), ("torso_vertical", (3,)),
+                 ("com_velocity", (3,)), ("position", (28,)), ("velocity", None)),
+    "quadruped": (("egocentric_state", None), ("torso_velocity", None), ("torso_upright", None), ("imu", None),
+                  ("force_torque", None), ("origin", (3,)), ("rangefinder", (20,)), ("ball_state", (9,)),
+                  ("target_position", (3,))),
+}
+
 
 def _camel(name: str) -> str:
     """EnvPool's spelling: each "_"-separated part with its first letter upper-cased."""
@@ -85,16 +104,19 @@ class DmcEnv(gym.Env):
             # replaces its physics steps per control step.
             self._env._n_sub_steps = frame_skip
         self.frame_skip = self._env._n_sub_steps
-        self._pixels, self._render = from_pixels, render
+        self._pixels, self._render, self._filled = from_pixels, render, {}
         width, height, _ = render
         if from_pixels:
             self.observation_space = gym.spaces.Box(0, 255, (3, height, width), np.uint8)
         else:
+            shapes = {key: tuple(spec.shape) for key, spec in self._env.observation_spec().items()}
+            self._filled = {key: shape for key, shape in UNION.get(domain, ()) if key not in shapes}
+            layout = [(key, shapes.get(key, shape)) for key, shape in UNION[domain]] if domain in UNION \
+                else list(shapes.items())
             # Unbounded, as dm_control's specs (EnvPool's bounds, float64's smallest positive
             # and largest numbers, would leave every negative observation outside the space).
             self.observation_space = gym.spaces.Dict(OrderedDict(
-                (key, gym.spaces.Box(-np.inf, np.inf, tuple(spec.shape), np.float64))
-                for key, spec in self._env.observation_spec().items()))
+                (key, gym.spaces.Box(-np.inf, np.inf, shape, np.float64)) for key, shape in layout))
         act = self._env.action_spec()
         self.action_space = gym.spaces.Box(np.asarray(act.minimum, np.float64) * np.ones(act.shape),
                                            np.asarray(act.maximum, np.float64) * np.ones(act.shape),
@@ -115,8 +137,11 @@ class DmcEnv(gym.Env):
     def _observation(self, obs: dict[str, Any]) -> Any:
         if self._pixels:
             return self.render().transpose(2, 0, 1)
-        return OrderedDict((key, np.asarray(value, np.float64).reshape(self.observation_space[key].shape))
-                           for key, value in obs.items())
+        obs = dict(obs)
+        for key, shape in self._filled.items():
+            obs[key] = self._env.physics.origin() if key == "origin" else np.zeros(shape)
+        return OrderedDict((key, np.asarray(obs[key], np.float64).reshape(space.shape))
+                           for key, space in self.observation_space.spaces.items())
 
     def render(self) -> np.ndarray:
         """The frame from `render_camera_id` at EnvPool's render size, `[H, W, 3]` uint8."""
@@ -148,9 +173,9 @@ def make_dmc(task_id: str, **options: Any) -> EnvPoolTask:
         raise ConfigError(f"task_name {opts['task_name']!r} is not a task of {domain}: {list(TASKS[domain])}")
     skip = None if opts["frame_skip"] is None else positive_int("frame_skip", opts["frame_skip"])
     pixels = bool(opts["from_pixels"])
-    if pixels:
-        # dm_control picks its GL backend on first import; EGL renders without a display.
-        os.environ.setdefault("MUJOCO_GL", "egl")
+    # dm_control picks its GL backend when first imported (a later from_pixels pool cannot
+    # change it); EGL renders without a display, and a user's MUJOCO_GL is kept.
+    os.environ.setdefault("MUJOCO_GL", "egl")
     render = (positive_int("render_width", opts["render_width"]),
               positive_int("render_height", opts["render_height"]), int(opts["render_camera_id"]))
     env = DmcEnv(domain, opts["task_name"], skip, pixels, render)
