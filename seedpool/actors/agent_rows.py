@@ -19,6 +19,27 @@ from seedpool.errors import ConfigError
 from seedpool.models.team import MultiAgentConfig, TeamInputs
 
 
+def make_envs(env: Any, **kwargs: Any):
+    """`seedpool.make(env, **kwargs)`; a multi-agent env whose agents' spaces differ is made with
+    its agents grouped by role (PettingZoo's name prefixes), each group's rows padded to the
+    largest (envs/agents/layout.py)."""
+    import seedpool
+    from seedpool.envs.agents import HeterogeneousAgentsError
+
+    try:
+        return seedpool.make(env, **kwargs)
+    except HeterogeneousAgentsError:
+        return seedpool.make(env, groups="prefix", **kwargs)
+
+
+def team_rows_and_policy(pool: Any, model_cfg: Any, ma: MultiAgentConfig):
+    """A multi-agent pool's rows as `ma` arranges them and the team policy that acts on them."""
+    from seedpool.models.team import make_team_policy
+
+    rows = AgentRows(pool, ma)
+    return rows, make_team_policy(rows.inputs, len(rows.groups), rows.single_action_space, model_cfg, ma)
+
+
 def is_agent_pool(pool: Any) -> bool:
     """Whether `pool` has agents as rows (a multi-agent pool of seedpool's)."""
     return hasattr(pool, "num_rows") and hasattr(pool, "possible_agents")

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from seedpool.actors.actions import env_actions
+from seedpool.actors.agent_rows import is_agent_pool, make_envs, team_rows_and_policy
 from seedpool.algorithms import eval_policy_path, load
 from seedpool.actors.memory import PolicyMemory
 from seedpool.algos.dqn import POLICY_AVERAGE
@@ -47,15 +48,17 @@ class EvalResult:
         return float(np.std(self.returns))
 
 
-def load_run_policy(run_dir: Path, spaces, device: str = "cpu") -> torch.nn.Module:
+def load_run_policy(run_dir: Path, spaces, device: str = "cpu", policy: torch.nn.Module | None = None) -> torch.nn.Module:
     """The policy saved in a run folder, rebuilt for ``spaces`` = (obs_space, action_space) as its
-    algorithm's `EvalPolicy` says, in eval mode."""
+    algorithm's `EvalPolicy` says (or ``policy``, built by the caller), in eval mode."""
     algo, cfg = read_run_config(run_dir)
     state = load_checkpoint(Path(run_dir) / CHECKPOINT_FILE, algo, map_location=device)
     if "model" not in state or "model" not in cfg:
         raise RunDirError(f"{run_dir}: the '{algo}' checkpoint has no policy network to evaluate")
-    kind: EvalPolicy = load(eval_policy_path(algo))
-    policy = kind.build(*spaces, config_from_dict(kind.config, cfg["model"])).to(device)
+    if policy is None:
+        kind: EvalPolicy = load(eval_policy_path(algo))
+        policy = kind.build(*spaces, config_from_dict(kind.config, cfg["model"]))
+    policy = policy.to(device)
     try:
         # A Q-learner that keeps an average of its weights as its policy saves it with its own state.
         average = (state.get("learner") or {}).get(POLICY_AVERAGE)
@@ -77,32 +80,43 @@ def eval_env_options(cfg: dict) -> dict:
 def evaluate_run(run_dir: Path, episodes: int = 10, seed: int = 10_000, deterministic: bool = False,
                  device: str = "cpu", num_envs: int = 8, backend: str = "auto") -> EvalResult:
     """Mean/std return of the saved policy over ``episodes`` full episodes."""
-    import seedpool
-
     if episodes < 1:
         raise ConfigError(f"--episodes must be at least 1, got {episodes}")
     _, cfg = read_run_config(run_dir)
     num_envs = max(1, min(num_envs, episodes))
-    # Each env contributes a fixed quota of episodes, so short episodes are not over-sampled.
-    quota = np.full(num_envs, episodes // num_envs)
-    quota[: episodes % num_envs] += 1
-    with seedpool.make(cfg["env"], num_envs=num_envs, seed=seed, backend=backend,
-                       **eval_env_options(cfg)) as pool:
-        policy = load_run_policy(run_dir, (pool.single_observation_space, pool.single_action_space), device)
-        act = _Actor(policy, num_envs, pool.single_action_space, device)
+    with make_envs(cfg["env"], num_envs=num_envs, seed=seed, backend=backend, **eval_env_options(cfg)) as envs:
+        pool, policy = _rows_and_policy(run_dir, envs, cfg, device)  # a multi-agent env: one row per agent
+        rows = pool.num_envs
+        # Each env (each agent row) contributes a fixed quota of episodes, so short episodes are not over-sampled.
+        quota = np.full(rows, max(1, episodes // rows))
+        quota[: max(0, episodes - rows * quota[0])] += 1
+        act = _Actor(policy, rows, pool.single_action_space, device)
         returns, lengths = [], []
-        obs, _ = pool.reset()
-        valid = np.ones(num_envs, bool)  # False on a final observation (the next step resets the env)
+        obs, info = pool.reset()
+        valid = info.get("active", np.ones(rows, bool))  # False on a final observation (the next step resets)
         while quota.sum() > 0:
             action = act(torch.as_tensor(obs, device=device), deterministic)
             obs, rew, term, trunc, info = pool.step(env_actions(action.cpu().numpy(), pool.single_action_space))
             act.observe(rew, valid)
-            valid = ~(term | trunc)
+            valid = info.get("active", ~(term | trunc))
             for i in np.flatnonzero((term | trunc) & (quota > 0)):
                 quota[i] -= 1
                 returns.append(float(info["episode_return"][i]))
                 lengths.append(int(info["episode_length"][i]))
     return EvalResult(returns, lengths)
+
+
+def _rows_and_policy(run_dir: Path, pool, cfg: dict, device: str):
+    """What evaluation steps and acts with: the pool and the saved policy, or a multi-agent
+    pool's agent rows (as the run trained on them) and its saved team policy."""
+    from seedpool.models import ModelConfig
+    from seedpool.models.team import MultiAgentConfig
+
+    if not is_agent_pool(pool):
+        return pool, load_run_policy(run_dir, (pool.single_observation_space, pool.single_action_space), device)
+    ma = config_from_dict(MultiAgentConfig, cfg.get("ma") or {})
+    rows, built = team_rows_and_policy(pool, config_from_dict(ModelConfig, cfg["model"]), ma)
+    return rows, load_run_policy(run_dir, None, device, policy=built)
 
 
 def record_video(run_dir: Path, out: Path, seed: int = 10_000, deterministic: bool = False,

@@ -29,29 +29,15 @@ def replay_sync_training(run: Run, sampler, learner, cfg: Any, pool) -> Training
     return Training(run, SyncLoop(sampler, learner, state), learner, cfg, close=pool.close)
 
 
-def make_envs(env: Any, **kwargs: Any):
-    """`seedpool.make(env, **kwargs)`; a multi-agent env whose agents' spaces differ is made with
-    its agents grouped by role (PettingZoo's name prefixes), each group's rows padded to the
-    largest (envs/agents/layout.py)."""
-    import seedpool
-    from seedpool.envs.agents import HeterogeneousAgentsError
-
-    try:
-        return seedpool.make(env, **kwargs)
-    except HeterogeneousAgentsError:
-        return seedpool.make(env, groups="prefix", **kwargs)
-
 
 def rows_and_policy(pool, model_cfg, ma_cfg):
     """What a sync trainer samples from and acts with: the pool and `make_policy`'s policy, or,
     for a multi-agent pool, its agent rows and a team policy; and the group each finished
     episode's returns are also logged under (None for single-agent runs)."""
-    from seedpool.actors.agent_rows import AgentRows, is_agent_pool
+    from seedpool.actors.agent_rows import is_agent_pool, team_rows_and_policy
     from seedpool.models import make_policy
-    from seedpool.models.team import make_team_policy
 
     if not is_agent_pool(pool):
         return pool, make_policy(pool.single_observation_space, pool.single_action_space, model_cfg), None
-    rows = AgentRows(pool, ma_cfg)
-    policy = make_team_policy(rows.inputs, len(rows.groups), rows.single_action_space, model_cfg, ma_cfg)
+    rows, policy = team_rows_and_policy(pool, model_cfg, ma_cfg)
     return rows, policy, rows.group_of

@@ -21,7 +21,8 @@ from seedpool.models.team import MultiAgentConfig
 from seedpool.models.precision import resolve_precision
 from seedpool.experiment.training import Training
 from seedpool.runners.sync import SyncLoop
-from seedpool.trainers.common import make_envs, rows_and_policy
+from seedpool.actors.agent_rows import make_envs
+from seedpool.trainers.common import rows_and_policy
 
 
 @dataclass
