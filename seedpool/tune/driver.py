@@ -108,14 +108,14 @@ def run_experiment(spec: ExperimentSpec, address: str | None, resume: bool) -> i
             spec.cpus_per_member = launch.default_cpus(spec, address)
         spec.save()
         with launch.actors(spec) as flag:
-            session = launch.SESSIONS[spec.dir] = launch.Session(spec, flag)
+            session = launch.SESSIONS[folder.name] = launch.Session(spec, flag)
             print(f"[seedpool] tune: {spec.scheduler} of {spec.population} {spec.algo} members, "
                   f"{spec.total_timesteps:,} env steps each; experiment folder {folder}", flush=True)
             try:
                 with _sigint(session):
                     grid = launch.tuner(spec, resume).fit()
             finally:
-                launch.SESSIONS.pop(spec.dir, None)
+                launch.SESSIONS.pop(folder.name, None)
         return _finish(spec, grid, session.interrupted)
     finally:
         if ours:

@@ -33,8 +33,9 @@ def connect(address: str | None) -> bool:
         return False
     try:
         if address is None:
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
-                     namespace=NAMESPACE, log_to_driver=False)
+            # "local": a Ray of its own, even where `ray start` left a cluster running on this machine.
+            ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+                     logging_level=logging.WARNING, namespace=NAMESPACE, log_to_driver=False)
         else:
             ray.init(address=address, logging_level=logging.WARNING, namespace=NAMESPACE, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as err:
@@ -144,8 +145,13 @@ class Session:
 
 
 SESSIONS: dict[str, Session] = {}
-"""Experiment folder -> its live `Session` in this process (a restored Tuner brings back its
-`Recorder` from its folder, without any state: the session is found here)."""
+"""Experiment folder's name -> its live `Session` in this process. A restored Tuner brings its
+`Recorder` and `_Numbering` back from tuner.pkl, without any state and with the folder's old
+path (a folder may move between sessions): they find the session here, by the folder's name."""
+
+
+def session(folder: str) -> Session:
+    return SESSIONS[Path(folder).name]
 
 
 class Recorder(tune.Callback):
@@ -155,10 +161,10 @@ class Recorder(tune.Callback):
         self.folder = folder
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
-        SESSIONS[self.folder].on_result(trial, result)
+        session(self.folder).on_result(trial, result)
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
-        SESSIONS[self.folder].on_step(trials)
+        session(self.folder).on_step(trials)
 
 
 SETTLE_S = 300.0  # how long a Ctrl-C waits for the members' last checkpoints
@@ -209,14 +215,15 @@ class _Numbering:
     in a file of the experiment folder, so that numbers go on after a resume."""
 
     def __init__(self, folder: str) -> None:
-        self.path = Path(folder) / "members.json"
+        self.folder = folder
 
     def __call__(self, trial: Any) -> str:
         if "member" in trial.config:
             return f"{MEMBER_PREFIX}{int(trial.config['member'])}"
-        numbers = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        path = Path(session(self.folder).spec.dir) / "members.json"
+        numbers = json.loads(path.read_text()) if path.is_file() else {}
         numbers.setdefault(trial.trial_id, len(numbers))
-        self.path.write_text(json.dumps(numbers))
+        path.write_text(json.dumps(numbers))
         return f"{MEMBER_PREFIX}{numbers[trial.trial_id]}"
 
 
