@@ -71,6 +71,9 @@ class EnvBatch:
     """float64 [n]: return of the episode that ended on this row (valid where episode_done)."""
     episode_lengths: np.ndarray
     """int64 [n]: length of the episode that ended on this row (valid where episode_done)."""
+    active: np.ndarray | None = None
+    """bool [n]: the row's next action is used (multi-agent rows: not a dead agent, nor one
+    waiting for its turn); None: every row whose episode goes on."""
 
 
 @dataclass

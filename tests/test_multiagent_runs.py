@@ -54,3 +54,31 @@ def test_the_cli_trains_a_module_function_env(tmp_path):
                          env={**__import__("os").environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).parent)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "agent rows" in out.stdout + out.stderr
+
+
+def test_impala_trains_a_multi_agent_env_on_central_inference(tmp_path):
+    from seedpool.trainers.impala import impala_defaults, train_impala
+
+    cfg = dataclasses.replace(impala_defaults("simple_spread_v3"), total_timesteps=6_000, num_envs=8,
+                              ma=MultiAgentConfig(policies="per-group"), runs_dir=tmp_path,
+                              progress="off", tensorboard=False)
+    result = train_impala(cfg)
+    steps, _, values = series(result.run_dir / "metrics.csv", "charts/episodic_return")
+    assert len(values) >= 8 and result.step >= 6_000
+    assert len(evaluate_run(result.run_dir, episodes=6, num_envs=2).returns) == 6
+
+
+def test_inactive_rows_are_invalid_steps_of_their_unrolls():
+    import numpy as np
+
+    from seedpool.inference.unrolls import TrajectoryBuffers
+
+    buf = TrajectoryBuffers(num_slots=2, unroll_length=2, obs_shape=(1,), obs_dtype=np.float32)
+    no = np.zeros(2, bool)
+    for t in range(3):
+        active = np.array([True, t == 0])  # slot 1's agent is done after its first step
+        done, _ = buf.observe(np.arange(2), np.zeros((2, 1), np.float32), np.zeros(2, np.float32), no, no, no, active)
+        if t < 2:
+            buf.record_action(np.arange(2), np.zeros(2, np.int64), np.zeros(2, np.float32), 0)
+    assert done is not None
+    np.testing.assert_array_equal(done.valid, [[True, True], [True, False]])

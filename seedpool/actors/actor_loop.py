@@ -111,6 +111,7 @@ class ActorLoop(ThreadLoop):
         reply = self.server.submit(Request(
             slots=batch.env_ids + self.slot_offset, obs=batch.obs, rewards=batch.rewards,
             terminated=batch.terminated, truncated=batch.truncated, restarted=batch.restarted,
+            active=batch.active,
         ))
         return batch, reply, t0, t1
 

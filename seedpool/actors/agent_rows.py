@@ -60,9 +60,10 @@ def policy_groups(pool: Any, ma: MultiAgentConfig) -> list[str]:
 class AgentRows:
     """`pool`'s rows with team features, behind the single-agent sync pool API."""
 
-    def __init__(self, pool: Any, ma: MultiAgentConfig) -> None:
-        if pool.is_async:
-            raise ConfigError("multi-agent training steps every env in lockstep: use a sync pool")
+    def __init__(self, pool: Any, ma: MultiAgentConfig, allow_async: bool = False) -> None:
+        """`allow_async`: for `AgentRowsSource`, which takes the pool's batches as they come."""
+        if pool.is_async and not allow_async:
+            raise ConfigError("the sync sampler steps every env in lockstep: use a sync pool")
         self.pool, self.ma = pool, ma
         a = pool.num_agents
         self.num_envs = self.batch_size = pool.num_rows
@@ -112,7 +113,10 @@ class AgentRows:
     def _rows(self, obs: np.ndarray, info: dict) -> np.ndarray:
         if not self._features:
             return obs
-        parts = [obs.reshape(len(obs), -1).astype(np.float32, copy=False), self._const]
+        const = self._const
+        if len(obs) != len(const):  # the rows of some envs (a step of env_id): blocks by slot
+            const = np.tile(const[:self.pool.num_agents], (len(obs) // self.pool.num_agents, 1))
+        parts = [obs.reshape(len(obs), -1).astype(np.float32, copy=False), const]
         if self.inputs.state:
             parts.append(info["state"].reshape(len(obs), -1).astype(np.float32, copy=False))
         if self.inputs.mask:
@@ -127,8 +131,10 @@ class AgentRows:
         obs, info = self.pool.reset(seed=seed, options=options)
         return self._rows(obs, info), info
 
-    def step(self, action: np.ndarray):
-        obs, rew, term, trunc, info = self.pool.step(action)
+    def step(self, action: np.ndarray, env_id: np.ndarray | None = None):
+        """Step every env (or those of ``env_id``, their rows in that order: self-play steps
+        the envs where an opponent is to move)."""
+        obs, rew, term, trunc, info = self.pool.step(action, env_id)
         return self._rows(obs, info), rew, term, trunc, info
 
     def close(self) -> None:
@@ -136,3 +142,50 @@ class AgentRows:
 
     def __repr__(self) -> str:
         return f"{self.pool!r} as {self.num_envs} agent rows ({'/'.join(self.groups)} policies)"
+
+
+class AgentRowsSource:
+    """An async multi-agent pool as an inference `Source` (central inference: IMPALA): each
+    agent row is a slot of the server, its features as `AgentRows` gives them, and rows
+    that are not active are invalid steps of their unrolls (`EnvBatch.active`)."""
+
+    def __init__(self, pool: Any, ma: MultiAgentConfig) -> None:
+        if not pool.is_async:
+            raise ConfigError(f"a SEED source needs an async pool (batch_size < num_envs), got {pool!r}")
+        self.pool = pool
+        self.rows = AgentRows(pool, ma, allow_async=True)
+        self.num_envs = pool.num_rows
+        self.batch_size = pool.batch_size * pool.num_agents
+        self.single_observation_space = self.rows.single_observation_space
+        self.single_action_space = self.rows.single_action_space
+
+    def start(self) -> None:
+        self.pool.async_reset()
+
+    def recv(self):
+        from seedpool.records import EnvBatch
+
+        obs, rew, term, trunc, info = self.pool.recv()
+        ids = info["env_id"].astype(np.int64) * self.pool.num_agents + info["agent_id"]
+        restarted = info.get("restarted")
+        return EnvBatch(
+            env_ids=ids, obs=self.rows._rows(obs, info), rewards=rew, terminated=term, truncated=trunc,
+            restarted=np.zeros(len(rew), bool) if restarted is None else restarted,
+            episode_done=term | trunc, episode_returns=info["episode_return"],
+            episode_lengths=info["episode_length"], active=info["active"],
+        )
+
+    def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
+        """Step the envs of these rows (each env's rows together, as `recv` gave them)."""
+        from seedpool.actors.actions import env_actions
+
+        self.pool.send(env_actions(actions, self.single_action_space), env_ids // self.pool.num_agents)
+
+    def group_of(self, episode) -> str:
+        return self.rows.group_of(episode)
+
+    def worker_restarts(self) -> int:
+        return getattr(self.pool, "engine", self.pool).worker_restarts if hasattr(self.pool, "engine") else 0
+
+    def close(self) -> None:
+        self.pool.close()

@@ -59,6 +59,8 @@ class Request:
     """bool [n]."""
     restarted: np.ndarray
     """bool [n]: the env was reset after its worker died; its partial unroll is dropped."""
+    active: np.ndarray | None = None
+    """bool [n] or None: multi-agent rows whose next action is used (others are invalid steps)."""
     reply: Reply = field(default_factory=Reply)
     submitted_at: float = field(default_factory=time.perf_counter)
 

@@ -166,9 +166,12 @@ class InferenceServer:
         if restarted.any():  # those envs start afresh: their memory goes with their cut unroll
             self.states.reset(slots[restarted])
         rewards = cat([r.rewards for r in requests])
+        actives = [r.active for r in requests]
+        active = None if all(a is None for a in actives) else cat(
+            [np.ones(len(r), bool) if a is None else a for r, a in zip(requests, actives)])
         completed, first = self.buffers.observe(
             slots, obs_np, rewards, cat([r.terminated for r in requests]), cat([r.truncated for r in requests]),
-            restarted,
+            restarted, active,
         )
         # Rows whose observation opens a new unroll (the previous one was just cut, or none was open).
         opens = self.buffers.pos[slots] == 0

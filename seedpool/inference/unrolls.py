@@ -40,10 +40,12 @@ class TrajectoryBuffers:
 
     def observe(self, slots: np.ndarray, obs: np.ndarray, rewards: np.ndarray,
                 terminated: np.ndarray, truncated: np.ndarray,
-                restarted: np.ndarray) -> tuple[Unrolls | None, np.ndarray]:
+                restarted: np.ndarray, active: np.ndarray | None = None) -> tuple[Unrolls | None, np.ndarray]:
         """Record new observations (and the outcome of each slot's previous action).
 
-        Returns the unrolls this completed (or None) and the `first` flag of each row.
+        ``active`` (multi-agent rows): False where the row's next action is not used (a dead
+        agent, a turn not its own); those steps are invalid too. Returns the unrolls this
+        completed (or None) and the `first` flag of each row.
         """
         if self.awaiting_action[slots].any():
             raise RuntimeError("observe() for a slot whose previous action was never recorded")
@@ -64,7 +66,7 @@ class TrajectoryBuffers:
         # no real transition: the env ignores the action taken there.
         ends = terminated | truncated | restarted
         self.obs[pos, slots] = obs
-        self.valid[pos, slots] = ~ends
+        self.valid[pos, slots] = ~ends if active is None else ~ends & active
         self.first[pos, slots] = first
         self.next_is_first[slots] = ends
 

@@ -58,11 +58,23 @@ def make_sources(cfg: CentralRunConfig, seed: int, env_options: dict | None = No
     """
     if cfg.ray_address is None:
         made = (pools or make_pools)(cfg.env, cfg.num_envs, cfg.backend, cfg.acting, seed, env_options)
-        return [PoolSource(p) for p in made]
+        return [_source(p, getattr(cfg, "ma", None)) for p in made]
     from seedpool.distributed.launch import make_ray_sources  # imports Ray (a clear error without it)
 
     make_kwargs = {"task": cfg.env, **_pool_options(cfg.backend, cfg.acting, env_options)}
     return make_ray_sources(cfg.ray_address, cfg.ray, make_kwargs, cfg.num_envs, cfg.acting.envs_per_recv, seed)
+
+
+def _source(pool, ma) -> Source:
+    """A pool as an inference source: a multi-agent pool's agent rows are the server's slots."""
+    from seedpool.actors.agent_rows import AgentRowsSource, is_agent_pool
+
+    if is_agent_pool(pool):
+        if ma is None:
+            pool.close()
+            raise ConfigError("this trainer has no multi-agent options (--ma.*): it cannot train a multi-agent env")
+        return AgentRowsSource(pool, ma)
+    return PoolSource(pool)
 
 
 def _pool_options(backend: str, cfg: ActingConfig, env_options: dict | None) -> dict[str, Any]:
@@ -82,12 +94,14 @@ def make_pools(env_id: str, num_envs: int, backend: str, cfg: ActingConfig, seed
     if batch >= per_pool:
         raise ConfigError(f"envs_per_recv={batch} must be below the {per_pool} envs of each pool "
                           "(central-inference acting needs the engine's async mode)")
+    from seedpool.actors.agent_rows import make_envs  # a multi-agent env's groups by role where spaces differ
+
     options = _pool_options(backend, cfg, env_options)
     pools = []
     try:
         for k in range(cfg.num_pools):
-            pools.append(seedpool.make(env_id, num_envs=per_pool, batch_size=batch, seed=seed + k * per_pool,
-                                       **options))
+            pools.append(make_envs(env_id, num_envs=per_pool, batch_size=batch, seed=seed + k * per_pool,
+                                   **options))
     except BaseException:
         for p in pools:
             p.close()

@@ -41,3 +41,16 @@ def rows_and_policy(pool, model_cfg, ma_cfg):
         return pool, make_policy(pool.single_observation_space, pool.single_action_space, model_cfg), None
     rows, policy = team_rows_and_policy(pool, model_cfg, ma_cfg)
     return rows, policy, rows.group_of
+
+
+def source_policy(source, model_cfg, ma_cfg):
+    """The policy a central-inference trainer serves for `source`'s slots (a team policy for a
+    multi-agent source's agent rows), and the group each episode is also logged under (or None)."""
+    from seedpool.models import make_policy
+    from seedpool.models.team import make_team_policy
+
+    rows = getattr(source, "rows", None)
+    if rows is None:
+        return make_policy(source.single_observation_space, source.single_action_space, model_cfg), None
+    policy = make_team_policy(rows.inputs, len(rows.groups), rows.single_action_space, model_cfg, ma_cfg)
+    return policy, source.group_of

@@ -17,13 +17,14 @@ from seedpool.envs.registry import is_atari
 from seedpool.experiment import Run, RunResult, set_rng_state
 from seedpool.experiment.checkpoint import restore_learner, trainer_state
 from seedpool.experiment.config import OptionValue
-from seedpool.models import ModelConfig, is_recurrent, make_policy
+from seedpool.models import ModelConfig, is_recurrent
+from seedpool.models.team import MultiAgentConfig
 from seedpool.models.precision import autocast_fn, resolve_precision
 from seedpool.experiment.training import Training
 from seedpool.runners import (
     CentralLoop, CentralRunConfig, CentralSystem, TrainingError, close_all,
 )
-from seedpool.trainers.common import start_central
+from seedpool.trainers.common import source_policy, start_central
 
 __all__ = ["IMPALATrainConfig", "TrainingError", "build_impala", "impala_defaults", "train_impala", "upgrade_config"]
 
@@ -36,6 +37,8 @@ class IMPALATrainConfig(CentralRunConfig):
     model: ModelConfig = field(default_factory=ModelConfig)
     env_options: dict[str, OptionValue] = field(default_factory=dict)
     """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
+    ma: MultiAgentConfig = field(default_factory=MultiAgentConfig)
+    """Multi-agent (PettingZoo) envs: shared or per-group policies, agent ids, a centralised critic."""
 
 
 def train_impala(cfg: IMPALATrainConfig) -> RunResult:
@@ -48,7 +51,7 @@ def build_impala(cfg: IMPALATrainConfig) -> Training:
     device, ckpt, sources = start_central(cfg, "impala")
     with contextlib.ExitStack() as undo:  # a failure while building closes what was built
         undo.callback(close_all, sources)
-        policy = make_policy(sources[0].single_observation_space, sources[0].single_action_space, cfg.model)
+        policy, group_of = source_policy(sources[0], cfg.model, cfg.ma)  # a team policy for agent rows
         precision = resolve_precision(cfg.precision, device, policy)
         learner = ImpalaLearner(policy, cfg.impala, device, total_steps=cfg.total_timesteps, precision=precision)
         if ckpt is not None:
@@ -65,7 +68,7 @@ def build_impala(cfg: IMPALATrainConfig) -> Training:
                                initial_state=initial,
                                prev_inputs=is_recurrent(policy) and (cfg.model.prev_action or cfg.model.prev_reward))
         run.note(f"{len(sources)} source(s) of {sources[0].num_envs} envs, policy on {device} ({precision})")
-        training = Training(run, CentralLoop(run, system, trainer_state), learner, cfg,
+        training = Training(run, CentralLoop(run, system, trainer_state, group_of), learner, cfg,
                             close=lambda: close_all(sources))
         undo.pop_all()
     return training
