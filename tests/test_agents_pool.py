@@ -268,3 +268,28 @@ def test_native_pool_is_reproducible_without_a_reset_and_async_hands_out_batches
             pool.send(np.ones(6, np.int64), info["env_id"])
         with pytest.raises(ConfigError, match="rows"):
             pool.send(np.ones(5, np.int64), [0, 1])
+
+
+def test_a_killed_worker_is_reported_and_the_restart_policy_truncates_its_envs_agents():
+    import os
+    import signal
+
+    from seedpool.envs.errors import WorkerDiedError
+
+    with seedpool.make("simple_spread_v3", num_envs=4, native=False, backend="process", num_workers=2,
+                       step_timeout=30.0) as pool:
+        pool.reset(seed=0)
+        os.kill(pool.worker_pids[0], signal.SIGKILL)
+        with pytest.raises(WorkerDiedError):
+            pool.step(np.zeros(12, np.int64))
+    with seedpool.make("simple_spread_v3", num_envs=4, native=False, backend="process", num_workers=2,
+                       on_worker_death="restart") as pool:
+        pool.reset(seed=0)
+        pool.step(np.zeros(12, np.int64))
+        os.kill(pool.worker_pids[0], signal.SIGKILL)
+        obs, rew, term, trunc, info = pool.step(np.zeros(12, np.int64))
+        # Worker 0 held envs 0 and 1: each of their agents' episodes ends truncated.
+        np.testing.assert_array_equal(trunc, np.repeat([True, True, False, False], 3))
+        assert info["restarted"][:6].all() and not info["active"][:6].any()
+        obs, rew, term, trunc, info = pool.step(np.zeros(12, np.int64))
+        assert info["active"].all()
