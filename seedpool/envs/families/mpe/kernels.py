@@ -113,6 +113,24 @@ def world_step(pos, vel, i, k, actions_d, actions_c, continuous, world, force): 
 
 
 @njit(cache=True, nogil=True, inline="always")
+def observe_positions(pos, vel, i, j, o):  # pragma: no cover - compiled
+    """What every MPE scenario's observation of agent j of env i starts with: its velocity and
+    position, then each landmark's and each other agent's position relative to it; returns
+    the next free column of `o`."""
+    num_agents, num_entities = vel.shape[1], pos.shape[1]
+    o[0], o[1], o[2], o[3] = vel[i, j, 0], vel[i, j, 1], pos[i, j, 0], pos[i, j, 1]
+    c = 4
+    for e in range(num_agents, num_entities):
+        o[c], o[c + 1] = pos[i, e, 0] - pos[i, j, 0], pos[i, e, 1] - pos[i, j, 1]
+        c += 2
+    for e in range(num_agents):
+        if e != j:
+            o[c], o[c + 1] = pos[i, e, 0] - pos[i, j, 0], pos[i, e, 1] - pos[i, j, 1]
+            c += 2
+    return c
+
+
+@njit(cache=True, nogil=True, inline="always")
 def distance(pos, i, a, b):  # pragma: no cover - compiled
     """|p_a - p_b| in env i, as mpe2's np.sqrt(np.sum(np.square(delta)))."""
     dx = pos[i, a, 0] - pos[i, b, 0]

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from seedpool.envs.families.mpe.family import MpeFamily, ScenarioKernels, unsupported
-from seedpool.envs.families.mpe.kernels import distance, draw_world, world_step
+from seedpool.envs.families.mpe.kernels import distance, draw_world, observe_positions, world_step
 
 AGENT_SIZE = 0.15
 LANDMARK_SIZE = 0.05  # mpe2's Entity default; landmarks here do not collide
@@ -23,18 +23,9 @@ CAPTURE_RADIUS = 0.1  # a landmark is covered by an agent this close (terminate_
 @njit(cache=True, nogil=True, inline="always")
 def _observe(pos, vel, i, k, obs):  # pragma: no cover - compiled
     """Scenario.observation of every agent of env i, into obs[k]."""
-    num_agents, num_entities = vel.shape[1], pos.shape[1]
-    for j in range(num_agents):
+    for j in range(vel.shape[1]):
         o = obs[k, j]
-        o[0], o[1], o[2], o[3] = vel[i, j, 0], vel[i, j, 1], pos[i, j, 0], pos[i, j, 1]
-        c = 4
-        for e in range(num_agents, num_entities):
-            o[c], o[c + 1] = pos[i, e, 0] - pos[i, j, 0], pos[i, e, 1] - pos[i, j, 1]
-            c += 2
-        for e in range(num_agents):
-            if e != j:
-                o[c], o[c + 1] = pos[i, e, 0] - pos[i, j, 0], pos[i, e, 1] - pos[i, j, 1]
-                c += 2
+        c = observe_positions(pos, vel, i, j, o)
         for z in range(c, o.size):  # the other agents' communication states: zeros
             o[z] = 0.0
 

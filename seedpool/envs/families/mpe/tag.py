@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from seedpool.envs.families.mpe.family import MpeFamily, ScenarioKernels, unsupported
-from seedpool.envs.families.mpe.kernels import distance, draw_world, world_step
+from seedpool.envs.families.mpe.kernels import distance, draw_world, observe_positions, world_step
 
 ADVERSARY_SIZE, GOOD_SIZE, OBSTACLE_SIZE = 0.075, 0.05, 0.2
 ADVERSARY_ACCEL, GOOD_ACCEL = 3.0, 4.0
@@ -27,18 +27,10 @@ OBSTACLE_LOW, OBSTACLE_HIGH = -0.9, +0.9  # obstacles are placed uniformly in th
 @njit(cache=True, nogil=True, inline="always")
 def _observe(pos, vel, i, k, num_adversaries, obs):  # pragma: no cover - compiled
     """Scenario.observation of every agent of env i, into obs[k] (zero-padded)."""
-    num_agents, num_entities = vel.shape[1], pos.shape[1]
+    num_agents = vel.shape[1]
     for j in range(num_agents):
         o = obs[k, j]
-        o[0], o[1], o[2], o[3] = vel[i, j, 0], vel[i, j, 1], pos[i, j, 0], pos[i, j, 1]
-        c = 4
-        for e in range(num_agents, num_entities):
-            o[c], o[c + 1] = pos[i, e, 0] - pos[i, j, 0], pos[i, e, 1] - pos[i, j, 1]
-            c += 2
-        for e in range(num_agents):
-            if e != j:
-                o[c], o[c + 1] = pos[i, e, 0] - pos[i, j, 0], pos[i, e, 1] - pos[i, j, 1]
-                c += 2
+        c = observe_positions(pos, vel, i, j, o)
         for e in range(num_adversaries, num_agents):
             if e != j:
                 o[c], o[c + 1] = vel[i, e, 0], vel[i, e, 1]
