@@ -119,21 +119,14 @@ class AgentPool(AgentRowsAPI):
     def close(self, **kwargs: Any) -> None:
         self._inner.close()
 
-    @property
-    def closed(self) -> bool:
-        return self._inner.closed
+    # The engine's own state, as the engine reports it: whether it is closed, its backend and
+    # workers (what `repr` and fault handling read), its dead workers replaced so far.
+    _FORWARDED = frozenset({"closed", "backend", "num_workers", "worker_pids", "worker_restarts", "layout_reason"})
 
-    @property
-    def backend(self) -> str:
-        return self._inner.backend
-
-    @property
-    def num_workers(self) -> int:
-        return self._inner.num_workers
-
-    @property
-    def worker_pids(self) -> list[int]:
-        return self._inner.worker_pids
+    def __getattr__(self, name: str) -> Any:
+        if name in AgentPool._FORWARDED:
+            return getattr(self._inner, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def engine(self) -> EnvPool:
