@@ -136,3 +136,22 @@ def switches():
 def switches_pair():
     """Switches whose two agents are two groups (left_0, right_0): one policy each with per-group policies."""
     return Switches(names=("left_0", "right_0"))
+
+
+class Chatty(Countdown):
+    """Countdown whose agent_1 says its step count in its info dict."""
+
+    def reset(self, seed=None, options=None):
+        obs, infos = super().reset(seed, options)
+        infos["agent_1"] = {"t": self.t}
+        return obs, infos
+
+    def step(self, actions):
+        obs, rew, term, trunc, infos = super().step(actions)
+        if "agent_1" in infos:
+            infos["agent_1"] = {"t": self.t}
+        return obs, rew, term, trunc, infos
+
+
+def chatty():
+    return Chatty()

@@ -293,3 +293,13 @@ def test_a_killed_worker_is_reported_and_the_restart_policy_truncates_its_envs_a
         assert info["restarted"][:6].all() and not info["active"][:6].any()
         obs, rew, term, trunc, info = pool.step(np.zeros(12, np.int64))
         assert info["active"].all()
+
+
+def test_the_agents_own_info_dicts_come_per_row_where_any_holds_something():
+    with seedpool.make(agent_envs.chatty, num_envs=2, backend="process") as pool:
+        obs, info = pool.reset(seed=0)
+        assert [d.get("t") for d in info["agent_info"]] == [None, 0, None, None, 0, None]
+        obs, rew, term, trunc, info = pool.step(np.ones(6, np.int64))
+        assert info["agent_info"][4] == {"t": 1}
+    with seedpool.make(agent_envs.countdown, num_envs=2, backend="serial") as pool:
+        assert "agent_info" not in pool.reset(seed=0)[1]  # empty infos: nothing travels

@@ -21,6 +21,7 @@ import numpy as np
 from seedpool.envs.agents.layout import AgentLayout
 
 ROW_KEYS = ("obs", "reward", "terminated", "truncated", "active")
+AGENT_INFOS = "agent_infos"  # the engine forwards it as any undeclared info entry
 
 
 def stacked_space(layout: AgentLayout) -> gym.spaces.Dict:
@@ -138,7 +139,14 @@ class ParallelAgentsEnv(gym.Env):
         obs, infos = self.env.reset(seed=seed, options=options)
         self.rows.clear()
         self._fill(obs, infos or {})
-        return self.rows.snapshot(), {}
+        return self.rows.snapshot(), self._agent_infos(infos)
+
+    def _agent_infos(self, infos: dict | None) -> dict:
+        """The agents' own info dicts, in slot order, where any holds something (most envs'
+        are empty: then nothing travels)."""
+        if not infos or not any(infos.values()):
+            return {}
+        return {AGENT_INFOS: tuple(infos.get(a) or {} for a in self.layout.possible_agents)}
 
     def step(self, action: np.ndarray):
         rows, index = self.rows, self.index
@@ -162,7 +170,7 @@ class ParallelAgentsEnv(gym.Env):
         # An agent that ended this step is no longer active: its next action is not used.
         arr["active"][terminated.astype(bool) | truncated.astype(bool)] = 0
         team = float(reward.sum())
-        return arr, team, done and not truncated.any(), done and bool(truncated.any()), {}
+        return arr, team, done and not truncated.any(), done and bool(truncated.any()), self._agent_infos(infos)
 
     def render(self):
         return self.env.render()

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from seedpool.envs.agents.adapter import AGENT_INFOS
 from seedpool.envs.agents.book import RowBook
 from seedpool.envs.agents.layout import AgentLayout
 from seedpool.envs.pool import EnvPool
@@ -198,6 +199,13 @@ class AgentPool(AgentRowsAPI):
         rows_info["elapsed_step"] = np.repeat(info["elapsed_step"], a)
         if "restarted" in info:
             rows_info["restarted"] = np.repeat(info["restarted"], a)
+        if AGENT_INFOS in info:  # some agent's own info dict held something: one dict per row
+            per_env, given = info[AGENT_INFOS], info.get("_" + AGENT_INFOS)
+            rows = np.empty(len(per_env) * a, dtype=object)
+            for b, dicts in enumerate(per_env):
+                for k in range(a):
+                    rows[b * a + k] = dicts[k] if (given is None or given[b]) and dicts else {}
+            rows_info["agent_info"] = rows
 
 
 def _bcast(ended: np.ndarray, like: np.ndarray) -> np.ndarray:
