@@ -274,3 +274,18 @@ def test_supersuits_errors_and_the_extra_named_where_supersuit_is_missing(monkey
     monkeypatch.setitem(sys.modules, "supersuit.generic_wrappers", None)  # as if SuperSuit were not installed
     with pytest.raises(ImportError, match=r"seedpool\[multiagent\]"):
         ss.resize_v1(simple_spread_v3.parallel_env(), 8, 8)
+
+
+def test_each_rows_info_holds_its_agents_own_info_dict():
+    import agent_envs
+
+    import seedpool.compat.supersuit as ss
+
+    envs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(agent_envs.chatty()), 2, base_class="gymnasium")
+    try:
+        _, infos = envs.reset(seed=0)
+        assert infos[1] == {"t": 0} and infos[0] == {}
+        *_, infos = envs.step(np.ones(6, np.int64))
+        assert infos[4]["t"] == 1
+    finally:
+        envs.close()

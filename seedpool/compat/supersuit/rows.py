@@ -94,12 +94,12 @@ class AgentRows(Rows):
     def reset(self, seed: Any = None, options: dict | None = None) -> tuple[Any, Infos]:
         obs, info = self.pool.reset(seed=seed, options=options)
         self._active = np.array(info["active"], bool)
-        return self.observations(np.array(obs)), [{} for _ in range(self.num_rows)]
+        return self.observations(np.array(obs)), _agent_infos(info, self.num_rows)
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, Infos]:
         obs, rew, term, trunc, info = self.pool.recv()
         obs, term, trunc = np.array(obs), np.array(term, bool), np.array(trunc, bool)
-        infos: Infos = [{} for _ in range(self.num_rows)]
+        infos = _agent_infos(info, self.num_rows)
         if (term | trunc).any():
             self._ends(obs, term, trunc, info, infos)
         self._active = np.array(info["active"], bool)
@@ -152,6 +152,13 @@ class EnvRows(Rows):
                 infos[r] = finals[r]
             infos[r]["terminal_observation"] = self.row_observation(np.array(info["final_obs"][r]))
         return self.observations(obs), np.array(rew, np.float32), term, trunc, infos
+
+
+def _agent_infos(info: dict[str, Any], n: int) -> Infos:
+    """Each row's own info dict as the env gave it (a copy; empty where it gave none), as
+    SuperSuit's rows carry them."""
+    given = info.get("agent_info")
+    return [{} for _ in range(n)] if given is None else [dict(d) for d in given]
 
 
 def per_env_infos(info: dict[str, Any], n: int) -> Infos:
