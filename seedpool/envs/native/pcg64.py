@@ -14,16 +14,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_MASK64 = (1 << 64) - 1
+MASK64 = (1 << 64) - 1
 # PCG's default 128-bit multiplier (NumPy's PCG64), as its high and low 64-bit halves.
-_MULT_HI = np.uint64(2549297995355413924)
-_MULT_LO = np.uint64(4865540595714422341)
-_M32 = np.uint64(0xFFFFFFFF)
-_S32 = np.uint64(32)
+MULT_HI = np.uint64(2549297995355413924)
+MULT_LO = np.uint64(4865540595714422341)
+M32 = np.uint64(0xFFFFFFFF)
+S32 = np.uint64(32)
 _S11 = np.uint64(11)
-_S58 = np.uint64(58)
-_S64 = np.uint64(64)
-_S63 = np.uint64(63)
+S58 = np.uint64(58)
+S64 = np.uint64(64)
+S63 = np.uint64(63)
 
 
 def state_row(generator: np.random.Generator) -> np.ndarray:
@@ -32,7 +32,7 @@ def state_row(generator: np.random.Generator) -> np.ndarray:
     if st["bit_generator"] != "PCG64":
         raise TypeError(f"expected a PCG64 generator (gymnasium's), got {st['bit_generator']}")
     s, inc = st["state"]["state"], st["state"]["inc"]
-    return np.array([s >> 64, s & _MASK64, inc >> 64, inc & _MASK64], dtype=np.uint64)
+    return np.array([s >> 64, s & MASK64, inc >> 64, inc & MASK64], dtype=np.uint64)
 
 
 def load_row(generator: np.random.Generator, row: np.ndarray) -> None:
@@ -73,26 +73,26 @@ class KernelStates:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _mul_64x64(a, b):  # pragma: no cover - compiled
+def mul_64x64(a, b):  # pragma: no cover - compiled
     """The 128-bit product of two uint64, as (high, low)."""
-    a_lo, a_hi = a & _M32, a >> _S32
-    b_lo, b_hi = b & _M32, b >> _S32
+    a_lo, a_hi = a & M32, a >> S32
+    b_lo, b_hi = b & M32, b >> S32
     p0, p1, p2, p3 = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
-    mid = (p0 >> _S32) + (p1 & _M32) + (p2 & _M32)
-    return p3 + (p1 >> _S32) + (p2 >> _S32) + (mid >> _S32), (mid << _S32) | (p0 & _M32)
+    mid = (p0 >> S32) + (p1 & M32) + (p2 & M32)
+    return p3 + (p1 >> S32) + (p2 >> S32) + (mid >> S32), (mid << S32) | (p0 & M32)
 
 
 @njit(cache=True, nogil=True)
 def next_double(states, i):  # pragma: no cover - compiled
     """Advance row i of `states` once; the double in [0, 1) NumPy's PCG64 draws there."""
     s_hi, s_lo, inc_hi, inc_lo = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
-    hi, lo = _mul_64x64(s_lo, _MULT_LO)
-    hi = hi + s_lo * _MULT_HI + s_hi * _MULT_LO
+    hi, lo = mul_64x64(s_lo, MULT_LO)
+    hi = hi + s_lo * MULT_HI + s_hi * MULT_LO
     new_lo = lo + inc_lo
     carry = np.uint64(1) if new_lo < lo else np.uint64(0)
     new_hi = hi + inc_hi + carry
     states[i, 0], states[i, 1] = new_hi, new_lo
-    rot = new_hi >> _S58
+    rot = new_hi >> S58
     x = new_hi ^ new_lo
-    out = (x >> rot) | (x << ((_S64 - rot) & _S63))
+    out = (x >> rot) | (x << ((S64 - rot) & S63))
     return np.float64(out >> _S11) * (1.0 / 9007199254740992.0)

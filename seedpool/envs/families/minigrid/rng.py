@@ -17,17 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, types
 
+from seedpool.envs.native.pcg64 import M32, MASK64, MULT_HI, MULT_LO, S32, S58, S63, S64, mul_64x64
+
 WIDTH = 6  # uint64 per env: state hi, state lo, inc hi, inc lo, has_uint32, uinteger
 STATES = types.uint64[:, ::1]
-_MASK64 = (1 << 64) - 1
-# PCG's default 128-bit multiplier (NumPy's PCG64), as its high and low 64-bit halves.
-_MULT_HI = np.uint64(2549297995355413924)
-_MULT_LO = np.uint64(4865540595714422341)
-_M32 = np.uint64(0xFFFFFFFF)
-_S32 = np.uint64(32)
-_S58 = np.uint64(58)
-_S64 = np.uint64(64)
-_S63 = np.uint64(63)
 _ZERO = np.uint64(0)
 _ONE = np.uint64(1)
 
@@ -38,7 +31,7 @@ def load(states: np.ndarray, i: int, generator: np.random.Generator) -> None:
     if st["bit_generator"] != "PCG64":
         raise TypeError(f"expected a PCG64 generator (gymnasium's), got {st['bit_generator']}")
     s, inc = st["state"]["state"], st["state"]["inc"]
-    states[i] = (s >> 64, s & _MASK64, inc >> 64, inc & _MASK64, st["has_uint32"], st["uinteger"])
+    states[i] = (s >> 64, s & MASK64, inc >> 64, inc & MASK64, st["has_uint32"], st["uinteger"])
 
 
 def store(states: np.ndarray, i: int, generator: np.random.Generator) -> None:
@@ -51,29 +44,19 @@ def store(states: np.ndarray, i: int, generator: np.random.Generator) -> None:
     }
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _mul_64x64(a, b):  # pragma: no cover - compiled
-    """The 128-bit product of two uint64, as (high, low)."""
-    a_lo, a_hi = a & _M32, a >> _S32
-    b_lo, b_hi = b & _M32, b >> _S32
-    p0, p1, p2, p3 = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
-    mid = (p0 >> _S32) + (p1 & _M32) + (p2 & _M32)
-    return p3 + (p1 >> _S32) + (p2 >> _S32) + (mid >> _S32), (mid << _S32) | (p0 & _M32)
-
-
 @njit(types.uint64(STATES, types.int64), cache=True, nogil=True)
 def next64(states, i):  # pragma: no cover - compiled
     """Advance row i once; the 64-bit output NumPy's PCG64 gives there (XSL-RR of the new state)."""
     s_hi, s_lo, inc_hi, inc_lo = states[i, 0], states[i, 1], states[i, 2], states[i, 3]
-    hi, lo = _mul_64x64(s_lo, _MULT_LO)
-    hi = hi + s_lo * _MULT_HI + s_hi * _MULT_LO
+    hi, lo = mul_64x64(s_lo, MULT_LO)
+    hi = hi + s_lo * MULT_HI + s_hi * MULT_LO
     new_lo = lo + inc_lo
     carry = _ONE if new_lo < lo else _ZERO
     new_hi = hi + inc_hi + carry
     states[i, 0], states[i, 1] = new_hi, new_lo
-    rot = new_hi >> _S58
+    rot = new_hi >> S58
     x = new_hi ^ new_lo
-    return (x >> rot) | (x << ((_S64 - rot) & _S63))
+    return (x >> rot) | (x << ((S64 - rot) & S63))
 
 
 @njit(types.uint64(STATES, types.int64), cache=True, nogil=True)
@@ -85,8 +68,8 @@ def next32(states, i):  # pragma: no cover - compiled
         return states[i, 5]
     v = next64(states, i)
     states[i, 4] = _ONE
-    states[i, 5] = v >> _S32
-    return v & _M32
+    states[i, 5] = v >> S32
+    return v & M32
 
 
 @njit(types.int64(STATES, types.int64, types.int64, types.int64), cache=True, nogil=True)
@@ -98,10 +81,10 @@ def integers(states, i, low, high):  # pragma: no cover - compiled
         return low
     excl = span + _ONE
     m = next32(states, i) * excl
-    left = m & _M32
+    left = m & M32
     if left < excl:
-        threshold = (_M32 - span) % excl
+        threshold = (M32 - span) % excl
         while left < threshold:
             m = next32(states, i) * excl
-            left = m & _M32
-    return low + np.int64(m >> _S32)
+            left = m & M32
+    return low + np.int64(m >> S32)
