@@ -127,6 +127,12 @@ class EvalArgs:
     """Seed of the evaluation envs (different from training's)."""
     device: str = "cpu"
     """Torch device for the policy."""
+    against: str | None = None
+    """Play games instead: against "league" (each member of the run's), "random", a run folder or
+    checkpoint of the same game, or a scripted "module:function"; --episodes games per opponent,
+    every seat equally (docs/selfplay.md)."""
+    json: bool = False
+    """With --against: print one JSON line (wins, draws, losses, games, ...)."""
 
 
 @dataclass
@@ -162,6 +168,8 @@ def cmd_eval(argv: list[str]) -> int:
     from seedpool.experiment.evaluate import evaluate_run, record_video
 
     args = tyro.cli(EvalArgs, args=argv, prog="seedpool eval")
+    if args.against is not None:
+        return _load("seedpool.league.match:eval_command")(args)
     res = evaluate_run(args.run_dir, args.episodes, args.seed, args.deterministic, args.device)
     print(f"{args.run_dir}: return {res.mean:.2f} +- {res.std:.2f} over {len(res.returns)} episodes "
           f"(mean length {sum(res.lengths) / len(res.lengths):.0f})")

@@ -20,6 +20,7 @@ from seedpool.models import ModelConfig
 from seedpool.models.team import MultiAgentConfig
 from seedpool.models.precision import resolve_precision
 from seedpool.experiment.training import Training
+from seedpool.league import SelfPlay, SelfPlayConfig, SelfPlayOptions
 from seedpool.runners.sync import SyncLoop
 from seedpool.actors.agent_rows import make_envs
 from seedpool.trainers.common import rows_and_policy
@@ -39,6 +40,10 @@ class PPOTrainConfig(RunConfig):
     """Multi-agent (PettingZoo) envs: shared or per-group policies, agent ids, a centralised critic."""
     replay_limit: int = 2_000_000
     """Exact resume keeps a log of actions sent to the envs while the run has at most this many env steps; 0 turns it off (see docs/training.md)."""
+    selfplay: bool = False
+    """Train one seat of a game against a league of past snapshots and bots (docs/selfplay.md)."""
+    league: SelfPlayOptions = field(default_factory=SelfPlayConfig)
+    """The league of --selfplay."""
 
 
 def train_ppo(cfg: PPOTrainConfig, pool=None) -> RunResult:
@@ -56,6 +61,8 @@ def build_ppo(cfg: PPOTrainConfig, pool=None) -> Training:
         # Recurrent minibatches are groups of whole env sequences (checked here, before a run folder exists).
         raise ConfigError(f"--model.core {cfg.model.core}: a minibatch holds whole env sequences, so "
                           f"--ppo.num-minibatches must be at most --num-envs ({cfg.num_envs}), got {cfg.ppo.num_minibatches}")
+    if cfg.selfplay:
+        cfg.league.check()  # a league with no opponents is refused before any env starts
     device = setup_torch(cfg.seed, cfg.torch_threads, cfg.device)
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, "ppo") if cfg.resume else None
     sampler_kind = _sampler_kind(cfg)
@@ -66,17 +73,25 @@ def build_ppo(cfg: PPOTrainConfig, pool=None) -> Training:
         undo.callback(pool.close)
         pool, policy, group_of = rows_and_policy(pool, cfg.model, cfg.ma)  # a multi-agent env's rows
         policy = policy.to(device)
+        selfplay = SelfPlay(cfg.league, pool, policy, cfg.env, device, cfg.seed) if cfg.selfplay else None
+        if selfplay is not None:  # the sampler steps the learner's rows only
+            pool, group_of = selfplay.rows, None
         precision = resolve_precision(cfg.precision, device, policy)
         kernels.warm_up(policy, device, precision)  # before the run's clock, as pools do for native envs
         learner = PPOLearner(policy, cfg.ppo, cfg.total_timesteps, precision)
         run = Run.open(cfg, "ppo", cfg, ckpt)
         undo.callback(run.close, failed=True)
+        # Opponents' moves are not logged, so a self-play run resumes with new games.
         sampler = make_sampler(sampler_kind, pool, policy, cfg.ppo.num_steps, device, run.timer,
-                               cfg.replay_limit, precision)
+                               0 if selfplay else cfg.replay_limit, precision)
         run.note(f"{pool!r}, {sampler_kind} sampler, policy on {device} ({precision})")
         if ckpt is not None:
+            if selfplay is not None:
+                selfplay.load_state_dict(ckpt["league"])
             _restore(ckpt, learner, sampler)
         loop = SyncLoop(sampler, learner, lambda: _state(learner, sampler), group_of)
+        if selfplay is not None:
+            loop = selfplay.loop(loop)
         training = Training(run, loop, learner, cfg, close=pool.close)
         undo.pop_all()
     return training
