@@ -62,7 +62,7 @@ class SelfPlayRows:
         self.returns = np.zeros(n, np.float64)
         self.lengths = np.zeros(n, np.int64)
         self.opponent_s = 0.0  # seconds the opponents spent choosing moves
-        self.pool_steps = 0  # engine steps taken (learner's and opponents')
+        self.rows_stepped = 0  # agent rows of the envs the engine stepped (the learner's and opponents' moves)
 
     # -- the pool API -------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):
@@ -172,7 +172,7 @@ class SelfPlayRows:
         """One engine step of ``envs``; the learner rows' rewards and ends add into ``acc``."""
         every = len(envs) == self.N
         feat, rew, term, trunc, info = self.rows.step(actions, None if every else envs)
-        self.pool_steps += 1
+        self.rows_stepped += len(envs) * self.A
         self._store(envs, feat, info)
         learner = self._learner_rows(envs)
         pos = learner - envs * self.A + np.arange(len(envs)) * self.A  # the learner rows in this step's rows
