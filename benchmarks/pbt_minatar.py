@@ -89,6 +89,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="report path without suffix (default results/pbt_minatar_<game>)")
     args = parser.parse_args()
 
     from seedpool.trainers.ppo import ppo_defaults
@@ -116,10 +118,11 @@ def main() -> None:
             "same members without PBT": [(k, r["final"], curve(r["run_dir"])) for k, r in enumerate(alone)],
             "default configuration": [(k, r["final"], curve(r["run_dir"])) for k, r in enumerate(defaults)],
         }
-        png = RESULTS / f"pbt_minatar_{args.game.lower()}.png"
+        out = args.out or RESULTS / f"pbt_minatar_{args.game.lower()}"
+        png = out.with_suffix(".png")
         _plot(groups, png, args)
         _report(args, spec, groups, best, {"PBT": pbt_s, "same members without PBT": alone_s,
-                                           "default configuration": default_s}, png, default)
+                                           "default configuration": default_s}, out, default)
 
 
 def _plot(groups: dict, png: Path, args) -> None:
@@ -143,7 +146,7 @@ def _plot(groups: dict, png: Path, args) -> None:
     plt.close(fig)
 
 
-def _report(args, spec, groups: dict, best: dict, seconds: dict, png: Path, default) -> None:
+def _report(args, spec, groups: dict, best: dict, seconds: dict, out: Path, default) -> None:
     from seedpool.tune.results import fmt
 
     total = args.population * args.steps
@@ -166,9 +169,10 @@ def _report(args, spec, groups: dict, best: dict, seconds: dict, png: Path, defa
     for h in best["history"]:
         values = ", ".join(f"{n.split('.')[-1]} {fmt(v)}" for n, v in h["hyperparameters"].items())
         lines.append(f"- env steps {h['from_env_steps']:,} to {h['to_env_steps']:,}, member {h['member']}: {values}")
-    lines += ["", f"Curves: `{png.relative_to(ROOT)}`.", "", "Machine:", ""]
+    png = out.with_suffix(".png")
+    lines += ["", f"Curves: `{png.relative_to(ROOT) if png.is_relative_to(ROOT) else png}`.", "", "Machine:", ""]
     lines += [f"- {k}: {v}" for k, v in machine_info().items()]
-    write_markdown(RESULTS / f"pbt_minatar_{args.game.lower()}.md", lines)
+    write_markdown(out.with_suffix(".md"), lines)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
 import sys
@@ -91,14 +92,13 @@ def _new_folder(runs_dir: Path, env: str, algo: str, scheduler: str) -> Path:
 def run_experiment(spec: ExperimentSpec, address: str | None, resume: bool) -> int:
     """Run (or continue) the experiment to its end or a Ctrl-C; Ray is shut down in every case."""
     ray = _import_ray()
-    import logging
-
     from seedpool.tune import launch
 
     # The console gets seedpool's lines (a report per member, the table, how to resume); Ray
     # Tune's own progress tables and its restore hint name its Python API, not this command.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     logging.getLogger("ray.tune").setLevel(logging.ERROR)
+    logging.getLogger("ray.tune.tune").addFilter(_NotTheStopList())
 
     folder = Path(spec.dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -141,6 +141,14 @@ def _finish(spec: ExperimentSpec, grid: Any, interrupted: bool) -> int:
               f"(its traceback: {errors[0].path}/error.txt)", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+class _NotTheStopList(logging.Filter):
+    """Drops Ray Tune's "Trials did not complete" line: after a Ctrl-C it lists every stopped
+    member, and a failed one is reported with its error by `_finish`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Trials did not complete")
 
 
 def _import_ray() -> Any:
