@@ -132,9 +132,10 @@ def _plot(groups: dict, png: Path, args) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for (name, members), color in zip(groups.items(), ("C0", "C1", "C2")):
-        for i, (_, _, (steps, values)) in enumerate(members):
-            ax.plot(steps, values, color=color, alpha=0.8, lw=1.2, label=name if i == 0 else None)
+    for (name, members), color, z in zip(groups.items(), ("C0", "C1", "C2"), (3, 2, 1)):
+        for i, (_, _, (steps, values)) in enumerate(members):  # PBT on top: until an exploit its
+            ax.plot(steps, values, color=color, alpha=0.8, lw=1.2, zorder=z,  # members are the others
+                    label=name if i == 0 else None)
     ax.set_xlabel("env steps (each member's)")
     ax.set_ylabel("episodic return (mean of last 20)")
     ax.set_title(f"PPO on MinAtar/{args.game}-v1: {args.population} members x {args.steps:,} env steps per group")
