@@ -113,13 +113,20 @@ def test_tune_options_are_told_apart_from_the_trainers():
     assert theirs == ["--env", "CartPole-v1", "--total-timesteps", "1000", "--ppo.learning-rate", "0.1"]
 
 
+def test_without_ranges_each_learning_rate_is_tuned_a_decade_either_side_of_its_default():
+    cfg = ppo_defaults("CartPole-v1")
+    (r,) = parse_ranges([], cfg, live_only=True)
+    lr = cfg.ppo.learning_rate
+    assert r.path == "ppo.learning_rate" and r.function == "loguniform"
+    assert r.bounds == pytest.approx((lr / 10, lr * 10), rel=1e-2)
+
+
 # -- bad input: one error line, before Ray or any folder --------------------------------------------
 @pytest.mark.parametrize("extra, message", [
     (["--pbt", "--tune.space", "learning_rate=loguniform(0,1)"], "lower bound above 0"),
     (["--pbt", "--tune.space", "ppo.num_steps=choice(16,32)"], "cannot change in a running run"),
     (["--pbt", "--tune.space", "learning_rate=uniform(1e-4,1e-3)", "--metric", "losses/no_such_loss"],
      "no ppo member reports it; the names its runs report:"),
-    (["--pbt"], "nothing to tune"),
     (["--tune.space", "learning_rate=uniform(1e-4,1e-3)"], "--pbt (population-based training) or --search"),
     (["--pbt", "--tune.space", "learning_rate=uniform(1e-4,1e-3)", "--perturbation-interval", "4096"],
      "PBT would never exploit or explore"),

@@ -110,7 +110,8 @@ def run_experiment(spec: ExperimentSpec, address: str | None, resume: bool) -> i
         with launch.actors(spec) as flag:
             session = launch.SESSIONS[folder.name] = launch.Session(spec, flag)
             print(f"[seedpool] tune: {spec.scheduler} of {spec.population} {spec.algo} members, "
-                  f"{spec.total_timesteps:,} env steps each; experiment folder {folder}", flush=True)
+                  f"{spec.total_timesteps:,} env steps each, tuning {', '.join(spec.space)}; "
+                  f"experiment folder {folder}", flush=True)
             try:
                 with _sigint(session):
                     grid = launch.tuner(spec, resume).fit()

@@ -83,6 +83,26 @@ class Range:
         return int(round(value)) if integer else float(value)
 
 
+# Learning rates are what PBT papers tune first and what every trainer's config holds: without
+# a --tune.space, each is searched a decade either side of the trainer's default.
+_RATES = ("learning_rate", "policy_lr", "q_lr")
+
+
+def default_space(cfg: Any) -> list[str]:
+    """The ranges `seedpool tune` uses when none are given: each learning rate of the trainer's
+    config, loguniform over a tenth to ten times its default."""
+    out = []
+    for f in dataclasses.fields(cfg):
+        section = getattr(cfg, f.name)
+        if not dataclasses.is_dataclass(section) or not hasattr(type(section), "LIVE"):
+            continue
+        for name in _RATES:
+            value = getattr(section, name, None)
+            if name in type(section).LIVE and isinstance(value, float) and value > 0:
+                out.append(f"{f.name}.{name}=loguniform({value / 10:.3g},{value * 10:.3g})")
+    return out
+
+
 def read_space(items: Sequence[str], file: Path | None) -> list[str]:
     """The range texts of ``--tune.space`` followed by those of ``--tune.space-file``."""
     texts = [t.strip() for t in items if t.strip()]
@@ -99,6 +119,8 @@ def read_space(items: Sequence[str], file: Path | None) -> list[str]:
 def parse_ranges(texts: Sequence[str], cfg: Any, *, live_only: bool) -> list[Range]:
     """Each text checked and resolved against the trainer's config ``cfg``; with ``live_only``
     (population-based training) only fields the run may change while it goes on are allowed."""
+    if not texts:
+        texts = default_space(cfg)
     if not texts:
         raise ConfigError(f"nothing to tune: give --tune.space {SYNTAX} (or --tune.space-file FILE)")
     ranges = [_parse_one(text, cfg, live_only) for text in texts]
