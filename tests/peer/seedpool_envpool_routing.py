@@ -34,6 +34,13 @@ LONG: dict[str, str] = {
         "11 tasks x 1000 steps of 3 pools",
     "box2d_deterministic_test.py::_Box2dEnvPoolDeterministicTest::test_registered_tasks":
         "8 tasks x up to 2000 steps of 3 pools",
+    "box2d_correctness_test.py::_Box2dEnvPoolCorrectnessTest::test_car_racing_correctness":
+        "CarRacing rollouts of many pools, several minutes",
+    "box2d_correctness_test.py::_Box2dEnvPoolCorrectnessTest::test_bipedal_walker_correctness":
+        "BipedalWalker rollouts of many envs, about CI's per-test limit",
+    # A whole file: every test in it.
+    "mujoco_dmc_suite_deterministic_test.py": "each dm_control domain's tasks x 1000 steps of 3 pools",
+    "mujoco_dmc_suite_ext_deterministic_test.py": "dog, humanoid_CMU, quadruped, stacker x 1000 steps of 3 pools",
 }
 
 
@@ -55,5 +62,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = SKIPS.get(key)
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"EnvPool internals: {reason}"))
-        elif key in LONG and os.environ.get("SEEDPOOL_PEER_FULL") != "1":
-            item.add_marker(pytest.mark.skip(reason=f"long ({LONG[key]}): run with SEEDPOOL_PEER_FULL=1"))
+        elif (key in LONG or parts[0].rsplit("/", 1)[-1] in LONG) and os.environ.get("SEEDPOOL_PEER_FULL") != "1":
+            why = LONG.get(key) or LONG[parts[0].rsplit("/", 1)[-1]]
+            item.add_marker(pytest.mark.skip(reason=f"long ({why}): run with SEEDPOOL_PEER_FULL=1"))
