@@ -47,7 +47,7 @@ def test_simple_spread_rows_are_mpe2_agents_in_env_agent_order(backend):
         np.testing.assert_array_equal(obs, ref_obs[0])
         np.testing.assert_array_equal(info["env_id"], np.repeat([0, 1, 2], 3))
         np.testing.assert_array_equal(info["agent_id"], np.tile([0, 1, 2], 3))
-        assert info["active"].all() and info["state"].shape == (9, 54)
+        assert info["active"].all() and info["state"].shape == (3, 54)  # one per env
         for t, acts in enumerate(actions):
             obs, rew, term, trunc, info = pool.step(acts)
             np.testing.assert_array_equal(obs, ref_obs[t + 1])
@@ -303,3 +303,14 @@ def test_the_agents_own_info_dicts_come_per_row_where_any_holds_something():
         assert info["agent_info"][4] == {"t": 1}
     with seedpool.make(agent_envs.countdown, num_envs=2, backend="serial") as pool:
         assert "agent_info" not in pool.reset(seed=0)[1]  # empty infos: nothing travels
+
+
+def test_large_states_are_left_out_unless_asked_for():
+    with seedpool.make("pistonball_v6", num_envs=1, backend="serial") as pool:
+        assert pool.state_space is None and "state" not in pool.reset(seed=0)[1]
+    with seedpool.make("pistonball_v6", num_envs=1, backend="serial", state=True) as pool:
+        assert pool.reset(seed=0)[1]["state"].shape == (1, *pool.state_space.shape)
+    with seedpool.make("simple_spread_v3", num_envs=2, state=False) as pool:
+        assert pool.state_space is None and "state" not in pool.reset(seed=0)[1]
+    with pytest.raises(ConfigError, match="no state_space"):
+        seedpool.make(agent_envs.countdown, num_envs=1, state=True)

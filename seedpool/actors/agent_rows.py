@@ -81,8 +81,9 @@ class AgentRows:
         state = 0
         if ma.critic == "central":
             if pool.state_space is None:
-                raise ConfigError("--ma.critic central reads the env's global state(), and this env has no "
-                                  "state_space (PettingZoo's convention for envs with state())")
+                raise ConfigError("--ma.critic central reads the env's global state(), and this pool has none: "
+                                  "the env declares no state_space (PettingZoo's convention for envs with "
+                                  "state()), or a large one, which needs --env-options state True")
             state = int(np.prod(pool.state_space.shape))
         self.inputs = TeamInputs(obs=int(np.prod(space.shape)), agent=a if ma.agent_id else 0,
                                  group=len(self.groups) if len(self.groups) > 1 else 0, state=state, mask=mask)
@@ -118,7 +119,8 @@ class AgentRows:
             const = np.tile(const[:self.pool.num_agents], (len(obs) // self.pool.num_agents, 1))
         parts = [obs.reshape(len(obs), -1).astype(np.float32, copy=False), const]
         if self.inputs.state:
-            parts.append(info["state"].reshape(len(obs), -1).astype(np.float32, copy=False))
+            state = info["state"].reshape(len(info["state"]), -1).astype(np.float32, copy=False)
+            parts.append(np.repeat(state, self.pool.num_agents, axis=0))  # each env's, on its rows
         if self.inputs.mask:
             parts.append(info["action_mask"].astype(np.float32))
         return np.concatenate(parts, 1)

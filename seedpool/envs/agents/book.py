@@ -127,8 +127,8 @@ class RowBook:
             m = mask.reshape(b * a, -1).astype(bool)
             self.mask[rows] = m
             info["action_mask"] = m
-        if state is not None:
-            info["state"] = np.repeat(state, a, axis=0)
+        if state is not None:  # one per env (row i of the batch is env i // A's): a state can be large
+            info["state"] = np.asarray(state)
         return obs.reshape(b * a, *obs.shape[2:]), r, term, trunc, info
 
 

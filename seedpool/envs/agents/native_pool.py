@@ -155,7 +155,7 @@ class NativeAgentPool(AgentRowsAPI):
         info["final_obs"] = final
         info["active"] = np.where(np.repeat(ended, self.layout.num_agents), True, info["active"])
         if self._has_state:
-            info["state"] = np.repeat(self.family.state(envs), self.layout.num_agents, axis=0)
+            info["state"] = self.family.state(envs)
         return rows_obs.reshape(out[0].shape), out[1], out[2], out[3], info
 
     def _rows_of(self, envs, obs, rew, term, trunc, started):

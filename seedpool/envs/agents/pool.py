@@ -189,7 +189,7 @@ class AgentPool(AgentRowsAPI):
         if "action_mask" in obs:
             info_rows["action_mask"] = book.mask[book.rows_of(envs)]
         if "state" in obs:
-            info_rows["state"] = np.repeat(obs["state"], self.num_agents, axis=0)
+            info_rows["state"] = obs["state"]
         self._engine_info(info_rows, info)
         return new_obs, out[1], out[2], out[3], info_rows
 
