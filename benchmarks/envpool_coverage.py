@@ -95,15 +95,19 @@ def worker(side: str) -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
+    # Results go to a copy of stdout; what packages print (Python or C) goes to stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     for line in sys.stdin:
         task_id = line.strip()
-        print(json.dumps({"start": task_id}), flush=True)
+        print(json.dumps({"start": task_id}), file=out, flush=True)
         try:
             result = run_one(side, task_id)
         except BaseException as err:  # noqa: BLE001 - every failure is a result here
             result = {"id": task_id, "ok": False, "why": f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"
                       if str(err) else type(err).__name__}
-        print(json.dumps(result), flush=True)
+        print(json.dumps(result), file=out, flush=True)
 
 
 def run_side(side: str, ids: list[str], timeout: float) -> dict[str, dict]:
