@@ -44,6 +44,14 @@ LONG: dict[str, str] = {
 }
 
 
+# Sweeps over every id of a family (each id built four ways) may pass the run's per-test
+# limit on a loaded machine; they get a longer one (seconds), within the suite's own limit.
+SWEEPS: dict[str, int] = {
+    "make_test.py::_MakeTest::test_make_mujoco_dmc": 240,
+    "make_test.py::_MakeTest::test_make_gymnasium_robotics": 240,
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve `import envpool` to seedpool before any test module imports it."""
     seedpool.install_as_envpool(quiet=True)
@@ -59,6 +67,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         parts = item.nodeid.split("::")
         key = "::".join([parts[0].rsplit("/", 1)[-1], *parts[1:]])
+        if key in SWEEPS:
+            item.add_marker(pytest.mark.timeout(SWEEPS[key]))
         reason = SKIPS.get(key)
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"EnvPool internals: {reason}"))
