@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# CPU build of torch first, from local disk; the package's own bound admits it.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,video,sb3,minatar,ray,mujoco,envpool-api,integrations,wandb,multiagent,tune,minigrid,dm-control,robotics]'
+	$(PY) -m pip install -q -e '.[test,video,sb3,minatar,ray,mujoco,envpool-api,integrations,wandb,multiagent,tune,minigrid,dm-control,robotics,box2d,highway,vizdoom]'
 	touch $(STAMP)
 
 train: $(STAMP)
