@@ -63,3 +63,28 @@ def one_ply(obs: np.ndarray, mask: np.ndarray) -> int:
 def uniform(obs: np.ndarray, mask: np.ndarray) -> int:
     """A uniformly random legal column."""
     return int(_rng.choice(np.flatnonzero(np.asarray(mask).astype(bool))))
+
+
+def greedy(obs: np.ndarray, mask: np.ndarray) -> int:
+    """Win if possible, else a random legal column (it never blocks)."""
+    board, legal = board_of(obs), np.asarray(mask).astype(bool)
+    moves = winning_moves(board, 1, legal)
+    return moves[0] if moves else int(_rng.choice(np.flatnonzero(legal)))
+
+
+def gives_away(board: np.ndarray, col: int) -> bool:
+    """Whether dropping the mover's piece into ``col`` lets the opponent win right above it."""
+    row = drop_row(board, col)
+    return row > 0 and wins_at(board, row - 1, col, 2)
+
+
+def two_ply(obs: np.ndarray, mask: np.ndarray) -> int:
+    """`one_ply`, and otherwise a random legal column that does not give the opponent a win
+    right above it (any legal column if all do)."""
+    board, legal = board_of(obs), np.asarray(mask).astype(bool)
+    for player in (1, 2):
+        moves = winning_moves(board, player, legal)
+        if moves:
+            return moves[0]
+    safe = [c for c in np.flatnonzero(legal) if not gives_away(board, c)]
+    return int(_rng.choice(safe if safe else np.flatnonzero(legal)))

@@ -165,8 +165,21 @@ def _multiagent_defaults(env_id: str) -> PPOTrainConfig:
     normalisation's role) at gamma 0.95, which suits 25-step episodes: on simple_spread the
     paper's 0.99 without the scaling learned about half as fast here
     (benchmarks/results/multiagent_learning.md). Time steps count agent rows."""
+    if env_id.startswith("connect_four"):
+        return _board_game_defaults(env_id)
     ppo = PPOConfig(num_steps=50, num_minibatches=4, update_epochs=10, learning_rate=7e-4, ent_coef=0.01,
                     gamma=0.95, gae_lambda=0.95, clip_coef=0.2, reward_norm=True)
+    return PPOTrainConfig(env=env_id, num_envs=32, total_timesteps=1_000_000, ppo=ppo)
+
+
+def _board_game_defaults(env_id: str) -> PPOTrainConfig:
+    """Connect four (with or without --selfplay): the MPE settings above with GAE at gamma 0.9
+    and lambda 0.8, so that a move's advantage is mostly what it led to within the next moves
+    (a win taken, a threat blocked); against the same league the MPE's 0.95/0.95 learned those
+    tactics more slowly (benchmarks/results/selfplay_connect_four_settings.md). Time steps
+    count the learner's rows (with --selfplay: its own moves)."""
+    ppo = PPOConfig(num_steps=50, num_minibatches=4, update_epochs=10, learning_rate=7e-4, ent_coef=0.01,
+                    gamma=0.9, gae_lambda=0.8, clip_coef=0.2, reward_norm=True)
     return PPOTrainConfig(env=env_id, num_envs=32, total_timesteps=1_000_000, ppo=ppo)
 
 
