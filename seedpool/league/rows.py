@@ -138,7 +138,8 @@ class SelfPlayRows:
             waiting = envs[~self.ended[envs] & ~self.active[learner]]
             if not len(waiting):
                 return
-            full = np.zeros(len(waiting) * self.A, np.int64)
+            space = self.single_action_space
+            full = np.zeros((len(waiting) * self.A, *space.shape), space.dtype)
             self._opponent_actions(waiting, full, offset=True)
             self._pool_step(waiting, full, acc)
 
