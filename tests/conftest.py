@@ -167,6 +167,10 @@ def learning_seed() -> int:
 
 _LEARNING_GROUPS = {
     "test_learning_dqn.py": "learning-a",  # DQN + Ape-X: ~8 min of the ~17 on a quiet machine
+    # The teams' and self-play's tests balance the two groups: the other learning tests (recurrent
+    # PPO and APPO, R2D2, SAC/TD3, IMPALA) hold the rest.
+    "test_learning_multiagent.py": "learning-a",
+    "test_learning_selfplay.py": "learning-a",
 }
 
 
