@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import platform
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from seedpool.bench.report import cpu_model
 
 from seedpool.experiment.metrics import series
 from seedpool.models.team import MultiAgentConfig
@@ -88,7 +90,7 @@ def main() -> None:
         "# IPPO and MAPPO on MPE (native simple_spread_v3 and simple_tag_v3)",
         "",
         f"`python benchmarks/multiagent_learning.py --steps {args.steps} --seed {args.seed}`, "
-        f"{time.strftime('%Y-%m-%d')}; {_cpu()}, "
+        f"{time.strftime('%Y-%m-%d')}; {cpu_model()} x {os.cpu_count()} vCPU, "
         f"{torch.get_num_threads()} torch threads, Python {sys.version.split()[0]}, torch {torch.__version__}. "
         f"PPO's PettingZoo defaults (trainers/ppo.py `_multiagent_defaults`). {args.shared}",
         "",
@@ -105,18 +107,6 @@ def main() -> None:
     keep = previous[previous.index("## Defaults"):] if "## Defaults" in previous else ""
     out.write_text("\n".join(lines) + ("\n" + keep if keep else ""))
     print("\n".join(lines))
-
-
-def _cpu() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                import os
-
-                return f"{line.split(':', 1)[1].strip()} x {os.cpu_count()} vCPU"
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

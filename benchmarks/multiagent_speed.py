@@ -12,13 +12,15 @@ Writes benchmarks/results/multiagent_speed.md.
 from __future__ import annotations
 
 import argparse
-import platform
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from seedpool.bench.report import cpu_model
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -139,7 +141,7 @@ def main() -> None:
         "# Multi-agent engine speed (random actions)",
         "",
         f"`python benchmarks/multiagent_speed.py --seconds {args.seconds} --repeats {args.repeats}`, "
-        f"{time.strftime('%Y-%m-%d')}; {_cpu()}; Python {sys.version.split()[0]}, pettingzoo {pettingzoo.__version__}, "
+        f"{time.strftime('%Y-%m-%d')}; {cpu_model()} x {os.cpu_count()} vCPU; Python {sys.version.split()[0]}, pettingzoo {pettingzoo.__version__}, "
         f"mpe2 {getattr(mpe2, '__version__', '?')}, supersuit {getattr(ss_mod, '__version__', '?')}. "
         f"Medians of {args.repeats} interleaved repeats of {args.seconds} s. {args.shared}",
         "",
@@ -166,18 +168,6 @@ def main() -> None:
     ]
     (RESULTS / "multiagent_speed.md").write_text("\n".join(lines))
     print("\n".join(lines))
-
-
-def _cpu() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                import os
-
-                return f"{line.split(':', 1)[1].strip()} x {os.cpu_count()} vCPU"
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
