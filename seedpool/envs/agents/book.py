@@ -64,18 +64,13 @@ class RowBook:
                               f"e * {self.A} + k = agent k of env e), got {got}")
         rows = self.rows_of(envs)
         active = self.active[rows]
-        a = np.array(a, dtype=self._dtype(a), copy=True)
+        a = np.array(a, copy=True)  # the caller's array is never changed
         if not active.all():
             a[~active] = self._filler
         validate.actions(self.space, a, n)
         if self.mask is not None and self.check_masks:
             self._check_masks(a, rows, active)
         return a.reshape(len(envs), self.A, *a.shape[1:])
-
-    def _dtype(self, a: np.ndarray) -> Any:
-        if isinstance(self.space, gym.spaces.Discrete) and a.dtype.kind not in "iu":
-            return a.dtype  # validate says what is wrong with it
-        return a.dtype
 
     def _check_masks(self, a: np.ndarray, rows: np.ndarray, active: np.ndarray) -> None:
         picked = self.mask[rows, a.astype(np.int64)]
