@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from seedpool.envs.agents.layout import AgentLayout
+from seedpool.envs.agents.shortcuts import raw_stepper, state_from_obs
 
 ROW_KEYS = ("obs", "reward", "terminated", "truncated", "active")
 AGENT_INFOS = "agent_infos"  # the engine forwards it as any undeclared info entry
@@ -109,7 +110,12 @@ class _Rows:
 
 
 class ParallelAgentsEnv(gym.Env):
-    """A PettingZoo `ParallelEnv` as an engine env (see the module doc)."""
+    """A PettingZoo `ParallelEnv` as an engine env (see the module doc).
+
+    A step writes each row array once, from Python lists built over the step's dicts (a
+    handful of small numpy operations cost more than the step's own bookkeeping); where
+    every agent has an observation, no row needs clearing first.
+    """
 
     def __init__(self, env_fn: Callable[[], Any], layout: AgentLayout):
         self.env = env_fn()
@@ -121,24 +127,47 @@ class ParallelAgentsEnv(gym.Env):
         self.rows = _Rows(layout, self.observation_space)
         self.index = {a: k for k, a in enumerate(layout.possible_agents)}
         self.discrete = isinstance(layout.row_action_space, gym.spaces.Discrete)
+        # See shortcuts.py: the same steps and states, without the work done twice.
+        fast = raw_stepper(self.env)
+        self._stepper, self._raw = fast if fast is not None else (self.env, None)
+        self._state_of = state_from_obs(self.env, layout.possible_agents) if "state" in self.rows.arrays else None
 
-    def _fill(self, obs: dict, infos: dict) -> None:
-        rows = self.rows
-        active = rows.arrays["active"]
+    def _agents(self) -> Any:
+        """The live agents (the raw env's own list where the adapter steps it directly)."""
+        if self._raw is not None:
+            return self._raw.agents
+        return self.env.agents
+
+    def _fill(self, obs: dict, infos: dict, ended: list[bool] | None) -> None:
+        """Write the observation rows, masks, active flags and state of a reset or step
+        (`ended`: per slot, whether the agent ended this step)."""
+        rows, index = self.rows, self.index
+        if len(obs) != self.layout.num_agents:  # rows without an observation are zeros
+            rows.obs[:] = 0
+            if rows.mask is not None:
+                rows.mask[:] = 0
         for agent, value in obs.items():
-            k = self.index[agent]
+            k = index[agent]
             rows.put_obs(k, value)
-            rows.put_info_mask(k, infos.get(agent))
-        alive = getattr(self.env, "agents", obs.keys())
+            if rows.mask is not None:
+                rows.put_info_mask(k, infos.get(agent))
+        active = [False] * self.layout.num_agents
+        alive = self._agents() if self._raw is not None else getattr(self.env, "agents", obs.keys())
         for agent in alive:
-            active[self.index[agent]] = 1
+            active[index[agent]] = True
+        if ended is not None:  # an agent that ended this step is no longer active
+            active = [a and not e for a, e in zip(active, ended)]
+        rows.arrays["active"][:] = active
         if "state" in rows.arrays:
-            rows.arrays["state"][...] = self.env.state()
+            state = None if self._state_of is None else self._state_of(obs)
+            rows.arrays["state"][...] = self.env.state() if state is None else state
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, infos = self.env.reset(seed=seed, options=options)
-        self.rows.clear()
-        self._fill(obs, infos or {})
+        arr = self.rows.arrays
+        for k in ROW_KEYS[1:4]:
+            arr[k][:] = 0
+        self._fill(obs, infos or {}, None)
         return self.rows.snapshot(), self._agent_infos(infos)
 
     def _agent_infos(self, infos: dict | None) -> dict:
@@ -149,28 +178,30 @@ class ParallelAgentsEnv(gym.Env):
         return {AGENT_INFOS: tuple(infos.get(a) or {} for a in self.layout.possible_agents)}
 
     def step(self, action: np.ndarray):
-        rows, index = self.rows, self.index
-        agents = self.env.agents
+        index = self.index
+        agents = self._agents()
         if self.discrete:
-            actions = {a: int(action[index[a]]) for a in agents}
+            values = action.tolist()
+            actions = {a: values[index[a]] for a in agents}
         else:
             actions = {a: action[index[a]] for a in agents}
-        obs, rewards, terms, truncs, infos = self.env.step(actions)
-        rows.clear()
-        arr = rows.arrays
-        reward, terminated, truncated = arr["reward"], arr["terminated"], arr["truncated"]
+        obs, rewards, terms, truncs, infos = self._stepper.step(actions)
+        n = self.layout.num_agents
+        reward, term, trunc = [0.0] * n, [False] * n, [False] * n
         for agent, r in rewards.items():
             reward[index[agent]] = r
         for agent, t in terms.items():
-            terminated[index[agent]] = t
+            term[index[agent]] = bool(t)
         for agent, t in truncs.items():
-            truncated[index[agent]] = t and not terms.get(agent, False)
-        self._fill(obs, infos or {})
-        done = not self.env.agents
-        # An agent that ended this step is no longer active: its next action is not used.
-        arr["active"][terminated.astype(bool) | truncated.astype(bool)] = 0
-        team = float(reward.sum())
-        return arr, team, done and not truncated.any(), done and bool(truncated.any()), self._agent_infos(infos)
+            trunc[index[agent]] = bool(t) and not terms.get(agent, False)
+        arr = self.rows.arrays
+        arr["reward"][:] = reward
+        arr["terminated"][:] = term
+        arr["truncated"][:] = trunc
+        self._fill(obs, infos or {}, [a or b for a, b in zip(term, trunc)])
+        done = not self._agents()
+        cut = any(trunc)
+        return arr, float(arr["reward"].sum()), done and not cut, done and cut, self._agent_infos(infos)
 
     def render(self):
         return self.env.render()
