@@ -47,10 +47,11 @@ MJ_STEP, MJ_RNE_POST_CONSTRAINT, MJ_RESET_DATA, MJ_FORWARD = range(4)
 _LIBRARY: list[ctypes.CDLL] = []  # kept loaded while the addresses are in use
 
 
-def c_functions() -> np.ndarray:
-    """The addresses of `mj_step`, `mj_rnePostConstraint`, `mj_resetData` and `mj_forward` (uint64,
-    indexed by `MJ_STEP`, ...) in the libmujoco of the `mujoco` package; ImportError where there
-    is none to load."""
+def c_functions(names: tuple[str, ...] = ("mj_step", "mj_rnePostConstraint", "mj_resetData", "mj_forward")
+                ) -> np.ndarray:
+    """The addresses of MuJoCo's functions `names` (uint64; by default `mj_step`,
+    `mj_rnePostConstraint`, `mj_resetData` and `mj_forward`, indexed by `MJ_STEP`, ...) in the
+    libmujoco of the `mujoco` package; ImportError where there is none to load."""
     import mujoco
 
     if not hasattr(mujoco.MjData, "_address"):
@@ -65,7 +66,7 @@ def c_functions() -> np.ndarray:
         _LIBRARY.append(ctypes.CDLL(found[0]))
     lib = _LIBRARY[0]
     return np.array([ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-                     for name in ("mj_step", "mj_rnePostConstraint", "mj_resetData", "mj_forward")], np.uint64)
+                     for name in names], np.uint64)
 
 
 def addresses(datas: list) -> np.ndarray:
