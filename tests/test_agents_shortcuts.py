@@ -30,7 +30,7 @@ def _pair(env_fn, monkeypatch):
     probe.close()
     fast = ParallelAgentsEnv(env_fn, layout)
     with monkeypatch.context() as m:
-        m.setattr(adapter_mod, "raw_stepper", lambda env: None)
+        m.setattr(adapter_mod, "raw_stepper", lambda env, layout: None)
         m.setattr(adapter_mod, "state_from_obs", lambda env, order: None)
         plain = ParallelAgentsEnv(env_fn, layout)
     return fast, plain
@@ -42,16 +42,18 @@ def _same(a: dict, b: dict) -> None:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("simple_spread_v3", {}),
-    ("simple_adversary_v3", {}),  # groups with different observation sizes: padded rows
-    ("simple_world_comm_v3", {}),
-    ("simple_spread_v3", {"continuous_actions": True}),  # ClipOutOfBounds: stepped as made
+@pytest.mark.parametrize("name, kwargs, raw", [
+    ("simple_spread_v3", {}, True),
+    ("simple_adversary_v3", {}, True),  # groups with different observation sizes: padded rows
+    # The leader's actions have more choices than the others': padded action rows, whose
+    # out-of-range actions only the env's own wrapper catches.
+    ("simple_world_comm_v3", {}, False),
+    ("simple_spread_v3", {"continuous_actions": True}, False),  # ClipOutOfBounds: stepped as made
 ])
-def test_shortcut_rows_equal_the_factory_envs_over_episodes(name, kwargs, monkeypatch):
+def test_shortcut_rows_equal_the_factory_envs_over_episodes(name, kwargs, raw, monkeypatch):
     fast, plain = _pair(_mpe(name, max_cycles=7, **kwargs), monkeypatch)
     assert fast._state_of is not None and plain._state_of is None
-    assert (fast._raw is not None) == (not kwargs) and plain._raw is None
+    assert (fast._raw is not None) == raw and plain._raw is None
     rng = np.random.default_rng(1)
     for episode in range(3):
         _same(fast.reset(seed=episode)[0], plain.reset(seed=episode)[0])
@@ -95,3 +97,16 @@ def test_state_from_a_step_with_missing_agents_asks_the_env():
     np.testing.assert_array_equal(state_of(obs), env.state())
     obs.pop(env.possible_agents[1])
     assert state_of(obs) is None
+
+
+def test_out_of_range_actions_are_still_refused_where_the_wrappers_are_skipped():
+    import seedpool
+    from seedpool.errors import ConfigError
+
+    with seedpool.make("simple_spread_v3", num_envs=2, native=False, backend="serial") as pool:
+        pool.reset(seed=0)
+        with pytest.raises(ConfigError, match="discrete actions must be in"):
+            pool.step(np.array([0, 1, 2, 3, 4, 5]))
+        with pytest.raises(ConfigError, match="discrete actions must be in"):
+            pool.step(np.array([0, 1, 2, 3, 4, -1]))
+        pool.step(np.array([0, 1, 2, 3, 4, 4]))  # and the pool goes on

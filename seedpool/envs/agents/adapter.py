@@ -128,7 +128,7 @@ class ParallelAgentsEnv(gym.Env):
         self.index = {a: k for k, a in enumerate(layout.possible_agents)}
         self.discrete = isinstance(layout.row_action_space, gym.spaces.Discrete)
         # See shortcuts.py: the same steps and states, without the work done twice.
-        fast = raw_stepper(self.env)
+        fast = raw_stepper(self.env, layout)
         self._stepper, self._raw = fast if fast is not None else (self.env, None)
         self._state_of = state_from_obs(self.env, layout.possible_agents) if "state" in self.rows.arrays else None
 

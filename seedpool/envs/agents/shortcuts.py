@@ -5,8 +5,10 @@ the wrappers check, for every agent on every step, that the env was reset and th
 action is in its space, and each of the converter's attribute reads passes through both.
 In the engine those checks are already made once per batch: an env is always reset before
 it steps, and `RowBook.actions` rejects every active row's out-of-range discrete action
-before it is sent. So where a parallel env is exactly that chain (and nothing else: a wrapper
-that changes actions or observations, such as ClipOutOfBounds, keeps the chain), the adapter
+before it is sent (only actions beyond the row space are: so every agent's action space must
+be the row's own Discrete, without the padding of groups with fewer choices). Where a parallel
+env is exactly that chain (and nothing else: a wrapper that changes actions or observations,
+such as ClipOutOfBounds, keeps the chain), the adapter
 steps PettingZoo's own converter over the raw env; resets, `state()`, `render()` and
 `close()` still go through the env the factory made, which the raw env sits under.
 
@@ -21,7 +23,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import gymnasium as gym
 import numpy as np
+
+from seedpool.envs.agents.layout import AgentLayout
 
 
 def _standard_checks() -> tuple[type, ...]:
@@ -55,9 +60,13 @@ def _chain(env: Any) -> tuple[list[type], Any] | None:
     return wrappers, inner
 
 
-def raw_stepper(env: Any) -> tuple[Any, Any] | None:
+def raw_stepper(env: Any, layout: AgentLayout) -> tuple[Any, Any] | None:
     """(a converter over the raw AEC env, the raw env) where `env` is PettingZoo's converter
-    over only its standard checking wrappers (see the module doc); None otherwise."""
+    over only its standard checking wrappers and the engine checks every action those
+    wrappers would (see the module doc); None otherwise."""
+    row = layout.row_action_space
+    if type(row) is not gym.spaces.Discrete or any(layout.action_spaces[a] != row for a in layout.possible_agents):
+        return None
     found = _chain(env)
     if found is None:
         return None
