@@ -2,11 +2,21 @@
 
 They need mujoco (its libmujoco, called from compiled code); without it the family cannot
 be imported and these ids take the Python-env path (gymnasium's envs, or their error).
+EnvPool's v2/v3 ids and Pusher-v4, which gymnasium 1.4 builds only with mujoco-py or
+mujoco<3, are a Python-env family on gymnasium's v4 envs (seedpool/envs/envpool_ids/mujoco.py).
 """
 
-from seedpool.envs.registry import register_native
+from seedpool.envs.registry import Family, register_family, register_native
 
 _TASKS = ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid", "HumanoidStandup", "Swimmer", "InvertedPendulum")
 
 for _name in _TASKS:
     register_native(f"{_name}-v5", f"seedpool.envs.families.mujoco.envs:{_name}")
+
+register_family(Family(
+    name="envpool_mujoco",
+    ids="seedpool.envs.envpool_ids.table:mujoco_ids",
+    factory="seedpool.envs.envpool_ids.table:make_task",
+    prefer_processes=False,
+    time_limit_option="max_episode_steps",
+))

@@ -1,10 +1,12 @@
 """EnvPool's ViZDoom ids on the vizdoom package, in EnvPool's observation and action layout.
 
 An id is a scenario of the vizdoom package in CamelCase with "-v1" ("Basic-v1" is
-basic.cfg, "DefendTheCenter-v1" defend_the_center.cfg). As EnvPool: the observation is the
-last `stack_num` RGB screens, each resized to `img_height` x `img_width` (OpenCV's area
-interpolation, or bilinear with `use_inter_area_resize=False`) and channel-first, stacked on
-the channel axis, `[3 * stack_num, H, W]` uint8; the action is one float64 value per button
+basic.cfg, "DefendTheCenter-v1" defend_the_center.cfg); EnvPool's own maps (D1Basic-v1 ...
+D4Battle2-v1) are read from the envpool-assets package where it is installed. As EnvPool:
+the observation is the last `stack_num` screens (RGB, or grey where the scenario's cfg asks
+for GRAY8), each resized to `img_height` x `img_width` (OpenCV's area interpolation, or
+bilinear with `use_inter_area_resize=False`) and channel-first, stacked on the channel axis,
+`[3 * stack_num, H, W]` (or `[stack_num, H, W]`) uint8; the action is one float64 value per button
 of the scenario (a binary button is pressed where its value is not 0); a step runs
 `frame_skip` tics; `max_episode_steps` is 525; `info` holds the scenario's game variables.
 The reward is the scenario's own (EnvPool's `reward_config` shaping is not reproduced:
@@ -25,8 +27,7 @@ import numpy as np
 from seedpool.envs.families.packaged import EnvPoolTask, check_options, positive_int, require
 from seedpool.errors import ConfigError, UnknownEnvError
 
-# The vizdoom package's scenario files EnvPool registers (envpool/vizdoom/registration.py);
-# EnvPool's D1_basic ... D4_battle2 maps come with EnvPool's own assets, not with vizdoom.
+# The vizdoom package's scenario files EnvPool registers (envpool/vizdoom/registration.py).
 SCENARIOS = ("basic", "basic_audio", "basic_notifications", "cig", "deadly_corridor", "deathmatch",
              "defend_the_center", "defend_the_line", "health_gathering", "health_gathering_supreme",
              "multi_duel", "my_way_home", "predict_position", "rocket_basic", "simpler_basic", "take_cover")
@@ -34,14 +35,18 @@ SCENARIOS = ("basic", "basic_audio", "basic_notifications", "cig", "deadly_corri
 MULTIPLAYER = ("cig", "multi_duel")
 CUSTOM = "VizdoomCustom-v1"
 _IDS = {"".join(w.capitalize() for w in name.split("_")) + "-v1": name for name in SCENARIOS}
+# EnvPool's own maps: they ship in the envpool-assets package (EnvPool's data, Apache-2.0), not
+# with vizdoom; its cfgs ask for GRAY8 screens.
+ASSET_MAPS = {"D1Basic-v1": "D1_basic", "D2Navigation-v1": "D2_navigation", "D3Battle-v1": "D3_battle",
+              "D4Battle2-v1": "D4_battle2"}
 OPTIONS = {"img_height": 84, "img_width": 84, "stack_num": 4, "frame_skip": 4, "use_inter_area_resize": True,
            "episodic_life": False, "use_combined_action": False, "max_episode_steps": 525,
            "cfg_path": "", "wad_path": ""}
 
 
 def vizdoom_ids() -> list[str]:
-    """EnvPool's ViZDoom ids whose scenario the vizdoom package ships, and VizdoomCustom-v1."""
-    return sorted([*_IDS, CUSTOM])
+    """EnvPool's ViZDoom ids whose scenario the vizdoom package ships, its own maps, and VizdoomCustom-v1."""
+    return sorted([*_IDS, *ASSET_MAPS, CUSTOM])
 
 
 class DoomEnv(gym.Env):
@@ -62,13 +67,16 @@ class DoomEnv(gym.Env):
             game.set_doom_scenario_path(wad)
         game.set_window_visible(False)
         game.set_sound_enabled(False)
-        game.set_screen_format(vzd.ScreenFormat.CRCGCB)
+        # EnvPool keeps a cfg's GRAY8 screens (one channel) and gives RGB for every other format.
+        grey = game.get_screen_format() == vzd.ScreenFormat.GRAY8
+        if not grey:
+            game.set_screen_format(vzd.ScreenFormat.CRCGCB)
         self._variables = [str(v).split(".")[-1] for v in game.get_available_game_variables()]
         self._size, self._skip, self._episodic_life = size, frame_skip, episodic_life
         self._area = area
         self._started = False
         height, width = size
-        self.observation_space = gym.spaces.Box(0, 255, (3, height, width), np.uint8)
+        self.observation_space = gym.spaces.Box(0, 255, (1 if grey else 3, height, width), np.uint8)
         buttons = len(game.get_available_buttons())
         self.action_space = gym.spaces.Box(-np.inf, np.inf, (buttons,), np.float64)
         self._last = np.zeros(self.observation_space.shape, np.uint8)
@@ -97,7 +105,8 @@ class DoomEnv(gym.Env):
             return self._last
         height, width = self._size
         how = cv2.INTER_AREA if self._area else cv2.INTER_LINEAR
-        frame = np.stack([cv2.resize(channel, (width, height), interpolation=how) for channel in state.screen_buffer])
+        screen = state.screen_buffer if state.screen_buffer.ndim == 3 else state.screen_buffer[None]
+        frame = np.stack([cv2.resize(channel, (width, height), interpolation=how) for channel in screen])
         self._last = frame.astype(np.uint8)
         return self._last
 
@@ -121,7 +130,7 @@ class DoomEnv(gym.Env):
 
 def make_vizdoom(task_id: str, **options: Any) -> EnvPoolTask:
     """Build a ViZDoom id EnvPool lists, with EnvPool's option names."""
-    if task_id not in _IDS and task_id != CUSTOM:
+    if task_id not in _IDS and task_id not in ASSET_MAPS and task_id != CUSTOM:
         raise UnknownEnvError(f"unknown ViZDoom task id {task_id!r}; this family builds {vizdoom_ids()}")
     require("vizdoom", task_id)
     import vizdoom as vzd
@@ -137,7 +146,9 @@ def make_vizdoom(task_id: str, **options: Any) -> EnvPoolTask:
     cfg, wad = opts["cfg_path"], opts["wad_path"]
     if task_id == CUSTOM and not cfg:
         raise ConfigError(f"{CUSTOM} needs cfg_path=... (a ViZDoom scenario .cfg), as in EnvPool")
-    if task_id != CUSTOM:
+    if task_id in ASSET_MAPS and not cfg:
+        cfg, wad = _asset_map(task_id)
+    elif task_id != CUSTOM:
         cfg = cfg or os.path.join(vzd.scenarios_path, f"{_IDS[task_id]}.cfg")
     size = (positive_int("img_height", opts["img_height"]), positive_int("img_width", opts["img_width"]))
     env = DoomEnv(cfg, wad, size, positive_int("frame_skip", opts["frame_skip"]),
@@ -145,4 +156,17 @@ def make_vizdoom(task_id: str, **options: Any) -> EnvPoolTask:
     stack = positive_int("stack_num", opts["stack_num"])
     limit = positive_int("max_episode_steps", opts.pop("max_episode_steps"))
     return EnvPoolTask(env, max_episode_steps=limit, frame_stack=stack, stack_channels=True,
-                       options={**opts, "cfg_path": cfg}, info_keys={k: np.float64 for k in env.game_variables})
+                       options={**opts, "cfg_path": cfg, "wad_path": wad},
+                       info_keys={k: np.float64 for k in env.game_variables})
+
+
+def _asset_map(task_id: str) -> tuple[str, str]:
+    """The cfg and wad of one of EnvPool's own maps, from the envpool-assets package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("envpool_assets")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"{task_id} is one of EnvPool's own ViZDoom maps, which ship in the envpool-assets "
+                                  "package, not with vizdoom: pip install envpool-assets", name="envpool_assets")
+    base = os.path.join(os.path.dirname(spec.origin), "vizdoom", "maps", ASSET_MAPS[task_id])
+    return f"{base}.cfg", f"{base}.wad"

@@ -1,5 +1,5 @@
-"""EnvPool's own toy tasks, for its ids under `install_as_envpool()`: Catch-v0 and NChain-v0
-(EnvPool's C++ ports, not gymnasium ids), and Blackjack's observation as EnvPool gives it.
+"""EnvPool's own toy tasks: Catch-v0 and NChain-v0 (EnvPool's C++ ports, not gymnasium ids),
+and Blackjack's observation as EnvPool gives it.
 
 Written from the tasks' documented rules and checked against envpool 1.2.5
 (tests/test_envpool_tasks.py); gymnasium.Env classes, so any seedpool backend runs them.
