@@ -7,4 +7,5 @@ A family imports the engine's native internals (seedpool/envs/native/) and the r
 never `make`.
 """
 
-FAMILIES = ("atari", "minatar", "classic", "mujoco", "dmc", "box2d", "robotics", "highway", "vizdoom", "minigrid")
+FAMILIES = ("atari", "minatar", "classic", "mujoco", "dmc", "dmc_native", "box2d", "robotics", "highway", "vizdoom",
+            "minigrid")
