@@ -56,6 +56,19 @@ PACKAGES = {
 }
 
 
+# Why the ids seedpool.make still fails on fail, by id prefix (what the table's failure column
+# shows is the error; this is its cause, found by reading it).
+CAUSES = {
+    "MiniGrid-WFC-": "the minigrid package's WFC configs read pattern images (minigrid/envs/wfc/patterns/*.png) "
+                     "that its 3.2.0 wheel and sdist (and the 3.0.0 and 2.5.0 wheels) do not contain: they are "
+                     "only in its source repository, so its WFC envs raise FileNotFoundError at their first reset; "
+                     "EnvPool's C++ port carries its own patterns",
+    "Cig-v1": "a multi-player ViZDoom scenario: its game waits for players a host sets up (refused with that reason)",
+    "MultiDuel-v1": "a multi-player ViZDoom scenario (as Cig-v1)",
+    "VizdoomCustom-v1": "needs cfg_path=... (a scenario file), in EnvPool too; the run passes none",
+}
+
+
 def run_one(side: str, task_id: str) -> dict:
     """make, reset and STEPS random steps of `task_id` on `side` (in this process)."""
     import gymnasium as gym
@@ -119,7 +132,7 @@ def run_side(side: str, ids: list[str], timeout: float) -> dict[str, dict]:
     while todo:
         proc = subprocess.Popen([sys.executable, __file__, "--worker", side], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                                cwd=os.environ.get("TMPDIR", "/tmp"))
+                                cwd=os.environ.get("TMPDIR", "/tmp"), start_new_session=True)
         proc.stdin.write("\n".join(todo) + "\n")
         proc.stdin.close()
         current = None
@@ -134,6 +147,7 @@ def run_side(side: str, ids: list[str], timeout: float) -> dict[str, dict]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        _end_group(proc.pid)
         if current is not None:  # the worker died or hung on this id
             why = "timeout" if proc.returncode in (-9, None) else f"worker crashed (exit {proc.returncode})"
             results[current] = {"id": current, "ok": False, "why": why}
@@ -143,6 +157,42 @@ def run_side(side: str, ids: list[str], timeout: float) -> dict[str, dict]:
                 results[task_id] = {"id": task_id, "ok": False, "why": "worker ended early"}
             todo = []
     return results
+
+
+def _end_group(pgid: int) -> None:
+    """Kill what a worker left in its session: envpool's ViZDoom pools start Doom engine
+    processes that outlive a worker that crashed, and ignore SIGTERM."""
+    import signal
+
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _shm() -> set[str]:
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
+def _remove_doom_segments(before: set[str]) -> None:
+    """Remove the ViZDoom shared-memory segments this run's Doom engines left (those made
+    since `before`), unless a process still has one open."""
+    import shutil
+
+    fuser = shutil.which("fuser")
+    for name in sorted(_shm() - before):
+        path = os.path.join("/dev/shm", name)
+        if not name.startswith("ViZDoom"):
+            continue
+        if fuser and subprocess.run([fuser, "-s", path], stderr=subprocess.DEVNULL).returncode == 0:
+            continue  # still open
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 def _lines(proc: subprocess.Popen, timeout: float):
@@ -191,8 +241,26 @@ def _reasons(results: dict[str, dict], ids: list[str]) -> str:
     return "; ".join(f"{n}x {w}" for w, n in why.most_common(2)).replace("|", "/")
 
 
-def write(out: Path, by_family: dict[str, list[str]], seed: dict, face: dict, env: dict, seconds: float) -> None:
-    """The markdown table and the totals."""
+def _causes(seed: dict) -> list[str]:
+    """One line per id seedpool.make still fails on whose cause CAUSES names."""
+    lines = []
+    for prefix, cause in CAUSES.items():
+        failed = sorted(i for i, r in seed.items() if i.startswith(prefix) and not r["ok"])
+        if failed:
+            lines.append(f"- {', '.join(failed) if len(failed) < 3 else f'{len(failed)} ids {prefix}*'}: {cause}.")
+    return lines
+
+
+def _load() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def write(out: Path, by_family: dict[str, list[str]], seed: dict, face: dict, env: dict, seconds: float,
+          loads: tuple[str, str] = ("unknown", "unknown")) -> None:
+    """The markdown table and the totals; `loads`: the load averages at the start and the end."""
     rows, tot = [], collections.Counter()
     for family, ids in sorted(by_family.items(), key=lambda kv: -len(kv[1])):
         here = installed(family)
@@ -218,7 +286,9 @@ def write(out: Path, by_family: dict[str, list[str]], seed: dict, face: dict, en
         "",
         f"Written by `benchmarks/envpool_coverage.py` on {datetime.date.today()} ({seconds / 60:.0f} min, "
         "run with `nice`).",
-        f"Machine: {_cpu()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}.",
+        f"Machine: {_cpu()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}; "
+        f"load average (1 / 5 / 15 min) {loads[0]} at the start, {loads[1]} at the end (a shared machine: "
+        "load only matters here through the per-id timeout).",
         "Versions: " + ", ".join(f"{d} {_version(d)}" for d in dists) + ".",
         "",
         f"Each id of `envpool.list_all_envs()`: `seedpool.make(id, num_envs=2, backend=\"serial\")`, reset and "
@@ -239,6 +309,8 @@ def write(out: Path, by_family: dict[str, list[str]], seed: dict, face: dict, en
         "| --- | ---: | --- | ---: | ---: | ---: | --- | --- | --- |",
         *rows,
         "",
+        *(["Causes of the failures left among the installed families:", "", *_causes(seed), ""]
+          if _causes(seed) else []),
     ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text))
@@ -264,13 +336,14 @@ def main() -> None:
     if args.only:
         by_family = {f: v for f, v in by_family.items() if f in args.only}
     chosen = [i for v in by_family.values() for i in v]
-    start = time.time()
+    start, load_start, segments = time.time(), _load(), _shm()
     seed = run_side("seedpool", chosen, args.timeout)
     # The EnvPool face (install_as_envpool) for the ids seedpool.make did not make: it adds
     # EnvPool's own ids and aliases (seedpool/compat/envpool/tasks.py).
     face = run_side("face", [i for i in chosen if not seed[i]["ok"]], args.timeout)
     env = run_side("envpool", chosen, args.timeout)
-    write(args.out, by_family, seed, face, env, time.time() - start)
+    _remove_doom_segments(segments)
+    write(args.out, by_family, seed, face, env, time.time() - start, (load_start, _load()))
     print(args.out.read_text())
 
 
