@@ -165,6 +165,11 @@ def main() -> None:
         "is therefore about 1.64x this table's plain loop (same-run ratios; absolute numbers move with",
         "the machine).",
         "",
+        "Where mpe2's discrete envs are PettingZoo's converter over only its order and bounds checking",
+        "wrappers, the PettingZoo path steps the converter over the raw env (the engine makes those checks",
+        "once per batch) and builds `state()` from the step's observations (seedpool/envs/agents/shortcuts.py);",
+        "the plain loop and SuperSuit step the env as its factory made it. Profile: multiagent_profile.md.",
+        "",
     ]
     (RESULTS / "multiagent_speed.md").write_text("\n".join(lines))
     print("\n".join(lines))
