@@ -4,8 +4,10 @@ package path (seedpool/envs/families/dmc/), and when `make` uses them.
 Tolerance: none. Both sides run the same MuJoCo calls on the same model (dm_control's own
 XML; its legacy step: mj_step2, mj_step, mj_step1) from the same initial states (each env's
 `RandomState(seed)`, drawn in dm_control's order), and the kernels compute observations and
-rewards with dm_control's expressions in float64: observations (float64) and rewards (the
-pool's float32) must be equal, as terminations, truncations and episode lengths are.
+rewards with dm_control's expressions in float64, with NumPy's own exp and log1p and its
+scalar power: observations (float64) and rewards (the pool's float32; the family's float64
+against dm_control's directly) must be equal, as terminations, truncations and episode
+lengths are.
 """
 
 from __future__ import annotations
@@ -183,3 +185,48 @@ def test_envpool_face_uses_the_native_family():
         assert (ts.discount == 1.0).all() and ts.observation.height.shape == (2,)
     finally:
         dm.close()
+
+
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_float64_rewards_and_observations_equal_dm_controls(task_id):
+    """The family's own float64 results (before the pool's float32 reward) against dm_control's
+    suite envs stepped directly, seeded as the package path seeds them: equal, bit for bit."""
+    from dm_control import suite
+
+    from seedpool.envs.families.dmc.env import _IDS
+
+    domain, task = _IDS[task_id]
+    family = TASKS[task_id](2, threads=1)
+    envs = []
+    for i in range(2):
+        family.seed(i, 30 + i)
+        env = suite.load(domain, task, task_kwargs={"time_limit": float("inf")})
+        env.task._random = np.random.RandomState(30 + i)
+        envs.append(env)
+    got = family.reset(np.arange(2), None)
+    for i, env in enumerate(envs):
+        _same({key: got[key][i] for key in got}, env.reset().observation, "reset")
+    actions = np.random.default_rng(3).uniform(-1, 1, (150, 2, family.model.nu))
+    for t, act in enumerate(actions):
+        obs, reward, terminated = family.step(slice(None), act)
+        for i, env in enumerate(envs):
+            ts = env.step(act[i])
+            assert reward[i] == ts.reward, (t, i)
+            _same({key: obs[key][i] for key in obs}, ts.observation, f"step {t}")
+        assert not terminated.any()
+    family.close()
+
+
+def test_numpys_loops_are_numpys():
+    """The kernels' exp and log1p are NumPy's own loops (numpy_loops.py), one value a call:
+    found, and giving NumPy's values (on AVX-512 machines the C library's differ from them
+    in the last bit for a few percent of values)."""
+    from seedpool.envs.families.dmc_native import kernels
+    from seedpool.envs.families.dmc_native.sim import FUNCTIONS
+
+    assert FUNCTIONS[kernels.EXP] != 0 and FUNCTIONS[kernels.LOG1P] != 0
+    rng = np.random.default_rng(5)
+    for which, ufunc, x in ((kernels.EXP, np.exp, -rng.uniform(0, 30, 3000)),
+                            (kernels.LOG1P, np.log1p, rng.uniform(0, 50, 3000))):
+        got = np.array([kernels._numpy(FUNCTIONS, which, v) for v in x])
+        np.testing.assert_array_equal(got, [ufunc(np.float64(v)) for v in x])

@@ -94,6 +94,7 @@ class DmcFamily(MujocoFamily):
         p[kernels.SUB_STEPS] = self.frame_skip
         p[kernels.RK4] = float(m.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4)
         p[kernels.SETTLE] = self.settle
+        p[kernels.TWO] = 2.0
         p[kernels.NSENSORDATA] = m.nsensordata
         return p
 

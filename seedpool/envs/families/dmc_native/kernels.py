@@ -23,7 +23,8 @@ a scalar key is one column), `widths` columns each.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit
+from numba import carray, njit, types
+from numba.extending import intrinsic
 
 from seedpool.envs.families.mujoco.kernels import _call, _f64  # MuJoCo's C functions, from numba
 from seedpool.envs.native import bookkeeping, part_ring
@@ -32,17 +33,20 @@ from seedpool.envs.native import bookkeeping, part_ring
 CHEETAH, WALKER, HOPPER, CARTPOLE = range(4)
 # Entries of a task's constants `p`. T1_*, T2_*, T3_*: the (lower, upper, margin, scale) of
 # the task's tolerance terms (which sigmoid each is, is the domain's code); MOVE: walker's
-# move speed (0: stand), hopper's hopping (1.0) or standing (0.0).
-(SUB_STEPS, RK4, SETTLE, NSENSORDATA, TORSO, FOOT, SPEED, TOUCH_TOE, TOUCH_HEEL, SLIDER, MOVE,
+# move speed (0: stand), hopper's hopping (1.0) or standing (0.0); TWO: 2.0.
+(SUB_STEPS, RK4, SETTLE, TWO, NSENSORDATA, TORSO, FOOT, SPEED, TOUCH_TOE, TOUCH_HEEL, SLIDER, MOVE,
  T1_LO, T1_HI, T1_MARGIN, T1_SCALE, T2_LO, T2_HI, T2_MARGIN, T2_SCALE, T3_LO, T3_HI, T3_MARGIN, T3_SCALE,
- PARAMS) = range(24)
-# dm_control's sigmoids used here.
-GAUSSIAN, LINEAR, QUADRATIC = range(3)
+ PARAMS) = range(25)
+# dm_control's sigmoids used here. Its gaussian squares with `**`: of an array, NumPy's
+# square (x * x); of a scalar (a float64 read from the physics), the C library's pow(x, 2),
+# which differs from x * x in the last bit now and then: GAUSSIAN and GAUSSIAN_OF_SCALAR.
+GAUSSIAN, GAUSSIAN_OF_SCALAR, LINEAR, QUADRATIC = range(4)
 # Columns of the address table (a row per env): its MjData and the arrays read or written here.
 DATA, QPOS, QVEL, CTRL, XPOS, XMAT, XIPOS, SENSORDATA, ADDRESSES = range(9)
-# MuJoCo's functions called here, in the order of `fns`.
+# MuJoCo's functions called here, in the order of `fns`; then NumPy's float64 loops of exp
+# and log1p and their data (numpy_loops.py; 0 where not found: numba's functions instead).
 FUNCTIONS = ("mj_step", "mj_step1", "mj_step2", "mj_forward", "mj_resetData")
-MJ_STEP, MJ_STEP1, MJ_STEP2, MJ_FORWARD, MJ_RESET_DATA = range(5)
+MJ_STEP, MJ_STEP1, MJ_STEP2, MJ_FORWARD, MJ_RESET_DATA, EXP, EXP_DATA, LOG1P, LOG1P_DATA = range(9)
 # `ready[i]`: whether row i of `init` holds env i's next initial state (drawn, not yet used),
 # or was used by a reset here (Python draws the next one).
 NONE, READY, USED = 0, 1, 2
@@ -57,8 +61,40 @@ def addresses(datas: list) -> np.ndarray:
     return table
 
 
+@intrinsic
+def _loop(typingctx, fn, args, dims, steps, data):
+    """`fn(args, dims, steps, data)`: a NumPy inner loop at address `fn` (char**, npy_intp*,
+    npy_intp*, void*)."""
+    sig = types.void(types.uint64, types.uint64, types.uint64, types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, arguments):
+        import llvmlite.ir as ir
+
+        ptr = ir.IntType(8).as_pointer()
+        target = builder.inttoptr(arguments[0], ir.FunctionType(ir.VoidType(), [ptr] * 4).as_pointer())
+        builder.call(target, [builder.inttoptr(a, ptr) for a in arguments[1:]])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _numpy(fns, which, x):  # pragma: no cover - compiled
+    """NumPy's `exp` (which = EXP) or `log1p` (LOG1P) of one float64, by NumPy's own loop."""
+    fn = fns[which]
+    if fn == 0:
+        return np.exp(x) if which == EXP else np.log1p(x)
+    io = np.empty(2)
+    meta = np.empty(5, np.int64)  # the loop's args (in, out), dimensions (1), steps (8, 8)
+    io[0] = x
+    meta[0], meta[1], meta[2], meta[3], meta[4] = io.ctypes.data, io.ctypes.data + 8, 1, 8, 8
+    at = np.uint64(meta.ctypes.data)
+    _loop(fn, at, at + np.uint64(16), at + np.uint64(24), fns[which + 1])
+    return io[1]
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _tolerance(x, lower, upper, margin, scale, sigmoid):  # pragma: no cover - compiled
+def _tolerance(fns, x, lower, upper, margin, scale, sigmoid, two):  # pragma: no cover - compiled
     """dm_control's `rewards.tolerance` of a scalar, its sigmoid's scale given (computed
     from `value_at_margin` as dm_control computes it)."""
     if lower <= x <= upper:
@@ -68,16 +104,18 @@ def _tolerance(x, lower, upper, margin, scale, sigmoid):  # pragma: no cover - c
     d = ((lower - x) if x < lower else (x - upper)) / margin
     s = d * scale
     if sigmoid == GAUSSIAN:
-        return np.exp(-0.5 * (s * s))
+        return _numpy(fns, EXP, -0.5 * (s * s))
+    if sigmoid == GAUSSIAN_OF_SCALAR:  # the exponent read at run time: the compiler keeps the pow call
+        return _numpy(fns, EXP, -0.5 * s ** two)
     if abs(s) < 1.0:
         return 1.0 - s if sigmoid == LINEAR else 1.0 - s * s
     return 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _term(p, at, x, sigmoid):  # pragma: no cover - compiled
+def _term(fns, p, at, x, sigmoid):  # pragma: no cover - compiled
     """The tolerance term whose constants begin at `p[at]` (T1_LO, T2_LO, T3_LO), of `x`."""
-    return _tolerance(x, p[at], p[at + 1], p[at + 2], p[at + 3], sigmoid)
+    return _tolerance(fns, x, p[at], p[at + 1], p[at + 2], p[at + 3], sigmoid, p[TWO])
 
 
 @njit(cache=True, nogil=True)
@@ -94,42 +132,42 @@ def _advance(fns, model, data, n, rk4):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _reward(kind, p, a, nq, nv, nu, nbody):  # pragma: no cover - compiled
+def _reward(kind, p, fns, a, nq, nv, nu, nbody):  # pragma: no cover - compiled
     """The task's `get_reward` of the env whose addresses are `a`."""
     sensors = carray(_f64(a[SENSORDATA]), int(p[NSENSORDATA]))
     torso = int(p[TORSO])
     if kind == CHEETAH:
-        return _term(p, T1_LO, sensors[int(p[SPEED])], LINEAR)
+        return _term(fns, p, T1_LO, sensors[int(p[SPEED])], LINEAR)
     if kind == WALKER:
         xpos, xmat = carray(_f64(a[XPOS]), nbody * 3), carray(_f64(a[XMAT]), nbody * 9)
-        standing = _term(p, T1_LO, xpos[3 * torso + 2], GAUSSIAN)
+        standing = _term(fns, p, T1_LO, xpos[3 * torso + 2], GAUSSIAN_OF_SCALAR)
         upright = (1 + xmat[9 * torso + 8]) / 2
         stand_reward = (3 * standing + upright) / 4
         if p[MOVE] == 0.0:
             return stand_reward
-        move_reward = _term(p, T2_LO, sensors[int(p[SPEED])], LINEAR)
+        move_reward = _term(fns, p, T2_LO, sensors[int(p[SPEED])], LINEAR)
         return stand_reward * (5 * move_reward + 1) / 6
     ctrl = carray(_f64(a[CTRL]), nu)
     if kind == HOPPER:
         xipos = carray(_f64(a[XIPOS]), nbody * 3)
-        standing = _term(p, T1_LO, xipos[3 * torso + 2] - xipos[3 * int(p[FOOT]) + 2], GAUSSIAN)
+        standing = _term(fns, p, T1_LO, xipos[3 * torso + 2] - xipos[3 * int(p[FOOT]) + 2], GAUSSIAN_OF_SCALAR)
         if p[MOVE] != 0.0:
-            return standing * _term(p, T2_LO, sensors[int(p[SPEED])], LINEAR)
-        total = _term(p, T3_LO, ctrl[0], QUADRATIC)  # .mean(): NumPy's sum, one term after another below 8
+            return standing * _term(fns, p, T2_LO, sensors[int(p[SPEED])], LINEAR)
+        total = _term(fns, p, T3_LO, ctrl[0], QUADRATIC)  # .mean(): NumPy's sum, one term after another below 8
         for j in range(1, nu):
-            total += _term(p, T3_LO, ctrl[j], QUADRATIC)
+            total += _term(fns, p, T3_LO, ctrl[j], QUADRATIC)
         return standing * ((total / nu + 4) / 5)
     # CARTPOLE (one pole, the smooth reward)
     qpos, qvel, xmat = carray(_f64(a[QPOS]), nq), carray(_f64(a[QVEL]), nv), carray(_f64(a[XMAT]), nbody * 9)
     upright = (xmat[9 * 2 + 8] + 1) / 2
-    centered = (1 + _term(p, T1_LO, qpos[int(p[SLIDER])], GAUSSIAN)) / 2
-    small_control = (4 + _term(p, T3_LO, ctrl[0], QUADRATIC)) / 5
-    small_velocity = (1 + _term(p, T2_LO, qvel[1], GAUSSIAN)) / 2
+    centered = (1 + _term(fns, p, T1_LO, qpos[int(p[SLIDER])], GAUSSIAN_OF_SCALAR)) / 2
+    small_control = (4 + _term(fns, p, T3_LO, ctrl[0], QUADRATIC)) / 5
+    small_velocity = (1 + _term(fns, p, T2_LO, qvel[1], GAUSSIAN)) / 2  # of an array (qvel[1:])
     return upright * small_control * small_velocity * centered
 
 
 @njit(cache=True, nogil=True)
-def _observe(kind, p, a, nq, nv, nbody, flat):  # pragma: no cover - compiled
+def _observe(kind, p, fns, a, nq, nv, nbody, flat):  # pragma: no cover - compiled
     """The task's `get_observation` of the env whose addresses are `a`, its keys one after
     another into `flat`."""
     qpos, qvel = carray(_f64(a[QPOS]), nq), carray(_f64(a[QVEL]), nv)
@@ -157,8 +195,8 @@ def _observe(kind, p, a, nq, nv, nbody, flat):  # pragma: no cover - compiled
     at += nv
     if kind == HOPPER:  # the foot's touch sensors, log1p
         sensors = carray(_f64(a[SENSORDATA]), int(p[NSENSORDATA]))
-        flat[at] = np.log1p(sensors[int(p[TOUCH_TOE])])
-        flat[at + 1] = np.log1p(sensors[int(p[TOUCH_HEEL])])
+        flat[at] = _numpy(fns, LOG1P, sensors[int(p[TOUCH_TOE])])
+        flat[at + 1] = _numpy(fns, LOG1P, sensors[int(p[TOUCH_HEEL])])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -180,8 +218,8 @@ def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, act, flat):  # pragma: 
     for j in range(nu):
         ctrl[j] = act[j]
     _advance(fns, model, a[DATA], int(p[SUB_STEPS]), p[RK4] != 0.0)
-    reward = _reward(kind, p, a, nq, nv, nu, nbody)
-    _observe(kind, p, a, nq, nv, nbody, flat)
+    reward = _reward(kind, p, fns, a, nq, nv, nu, nbody)
+    _observe(kind, p, fns, a, nq, nv, nbody, flat)
     return reward
 
 
@@ -211,7 +249,7 @@ def reset_rows(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready
     for k in range(rows.size):
         a = table[rows[k]]
         _reset_env(p, fns, model, noact, a, nq, nv, init, ready, rows[k])
-        _observe(kind, p, a, nq, nv, nbody, flat)
+        _observe(kind, p, fns, a, nq, nv, nbody, flat)
         _scatter(flat, leaves, widths, k)
 
 
@@ -251,7 +289,7 @@ def step_fused(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready
             keep_row = True
         if ready[i] == READY:
             _reset_env(p, fns, model, noact, table[i], nq, nv, init, ready, i)
-            _observe(kind, p, table[i], nq, nv, nbody, flat)
+            _observe(kind, p, fns, table[i], nq, nv, nbody, flat)
             _scatter(flat, leaves, widths, i)
             bookkeeping.started(i, keep_row, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
                                 returns, needs_reset)

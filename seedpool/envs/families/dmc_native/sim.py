@@ -21,10 +21,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from seedpool.envs.families.dmc_native import kernels
+from seedpool.envs.families.dmc_native import kernels, numpy_loops
 from seedpool.envs.families.mujoco.kernels import c_functions
 
-FUNCTIONS = c_functions(kernels.FUNCTIONS)  # on import: without MuJoCo's C library the family cannot be imported
+# On import: without MuJoCo's C library the family cannot be imported.
+FUNCTIONS = np.concatenate([c_functions(kernels.FUNCTIONS), numpy_loops.loops()])
 
 
 def suite_folder() -> str:
