@@ -12,8 +12,12 @@ lengths are.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # dm_control picks its GL backend on import (the package path's choice)
 
 pytest.importorskip("mujoco", reason="the native dm_control tasks need mujoco: pip install 'seedpool[mujoco]'")
 pytest.importorskip("dm_control", reason="the package path (the reference) needs dm-control")
