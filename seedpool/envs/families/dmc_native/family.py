@@ -48,7 +48,6 @@ class DmcFamily(MujocoFamily):
     settle = 0  # physics steps of the reset after the initial state (cheetah's 200)
     max_episode_steps = 1000  # EnvPool's time limit of every dm_control task
     native_options = ("threads",)
-    normal_qvel_noise = False
 
     def __init__(self, num_envs: int, frame_skip: int | None = None, threads: int | None = None):
         NativeEnv.__init__(self, num_envs)
