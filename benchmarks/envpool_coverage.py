@@ -293,8 +293,8 @@ def write(out: Path, by_family: dict[str, list[str]], seed: dict, face: dict, en
         "",
         f"Each id of `envpool.list_all_envs()`: `seedpool.make(id, num_envs=2, backend=\"serial\")`, reset and "
         f"{STEPS} random steps (one seeded batch sample each); for the ids that fails on, the same through the "
-        "EnvPool face (`seedpool.install_as_envpool()`, then `envpool.make_gymnasium(id, num_envs=2)`: it adds "
-        "EnvPool's own ids and aliases, seedpool/compat/envpool/tasks.py); and with the real "
+        "EnvPool face (`seedpool.install_as_envpool()`, then `envpool.make_gymnasium(id, num_envs=2)`; both read "
+        "one table of EnvPool's own ids and aliases, seedpool/envs/envpool_ids/); and with the real "
         "`envpool.make_gymnasium(id, num_envs=2)`. "
         "A family is EnvPool's registration module; *package here* says whether the family's Python package "
         "imports in this environment (for the ones that do not, why).",
@@ -339,7 +339,7 @@ def main() -> None:
     start, load_start, segments = time.time(), _load(), _shm()
     seed = run_side("seedpool", chosen, args.timeout)
     # The EnvPool face (install_as_envpool) for the ids seedpool.make did not make: it adds
-    # EnvPool's own ids and aliases (seedpool/compat/envpool/tasks.py).
+    # EnvPool's options and spaces where gymnasium's id of the same name differs (tasks.py).
     face = run_side("face", [i for i in chosen if not seed[i]["ok"]], args.timeout)
     env = run_side("envpool", chosen, args.timeout)
     _remove_doom_segments(segments)
