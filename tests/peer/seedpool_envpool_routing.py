@@ -19,7 +19,7 @@ import seedpool
 from peer_routing import pytest_sessionfinish  # noqa: F401 - a hook
 
 # "<file>::<class>::<test>" (or "<file>::<test>" for every class of the file) -> why it does not apply.
-# None today: EnvPool's own toy envs (Catch-v0, NChain-v0) are built by seedpool/compat/envpool/toy.py.
+# None today: EnvPool's own toy envs (Catch-v0, NChain-v0) are built by seedpool/envs/envpool_ids/toy.py.
 SKIPS: dict[str, str] = {}
 
 
