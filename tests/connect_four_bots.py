@@ -13,6 +13,13 @@ ROWS, COLS = 6, 7
 _rng = np.random.default_rng(12345)
 
 
+def reseed(seed: int) -> None:
+    """Restart the bots' shared generator: a test that trains or plays against them calls it
+    first, so that its games do not depend on which tests ran before it in the same process."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
 def drop_row(board: np.ndarray, col: int) -> int:
     """The row a piece dropped into ``col`` lands in (-1 if the column is full); ``board`` (6, 7)
     holds 0 (empty), 1 and 2."""
@@ -88,3 +95,24 @@ def two_ply(obs: np.ndarray, mask: np.ndarray) -> int:
             return moves[0]
     safe = [c for c in np.flatnonzero(legal) if not gives_away(board, c)]
     return int(_rng.choice(safe if safe else np.flatnonzero(legal)))
+
+
+def threats(obs: np.ndarray, mask: np.ndarray) -> int:
+    """`two_ply`, and among the columns that give nothing away it prefers the ones after which it
+    wins at once on its next move in the most columns (a threat, or a fork of two), so that its
+    opponent meets threats to block far more often than against random play."""
+    board, legal = board_of(obs), np.asarray(mask).astype(bool)
+    for player in (1, 2):
+        moves = winning_moves(board, player, legal)
+        if moves:
+            return moves[0]
+    safe = [c for c in np.flatnonzero(legal) if not gives_away(board, c)]
+    if not safe:
+        return int(_rng.choice(np.flatnonzero(legal)))
+    counts = []
+    for c in safe:
+        after = board.copy()
+        after[drop_row(board, c), c] = 1
+        counts.append(len(winning_moves(after, 1, after[0] == 0)))
+    best = max(counts)
+    return int(_rng.choice([c for c, k in zip(safe, counts) if k == best]))

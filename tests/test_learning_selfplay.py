@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
+import connect_four_bots  # noqa: E402
+
 from seedpool.league import SelfPlayConfig  # noqa: E402
 from seedpool.league.match import evaluate_against  # noqa: E402
 from seedpool.trainers.ppo import ppo_defaults, train_ppo  # noqa: E402
@@ -26,6 +28,7 @@ GAMES = 200
 
 
 def test_selfplay_ppo_on_connect_four_beats_random_and_the_one_ply_bot_in_both_seats(tmp_path, learning_seed):
+    connect_four_bots.reseed(learning_seed)  # the run depends on its seed alone, not on the tests before it
     league = SelfPlayConfig(bots=("connect_four_bots:two_ply",))
     cfg = dataclasses.replace(ppo_defaults("connect_four_v3"), selfplay=True, league=league, seed=learning_seed,
                               total_timesteps=BUDGET, runs_dir=tmp_path, progress="off", tensorboard=False)
