@@ -85,15 +85,23 @@ def gives_away(board: np.ndarray, col: int) -> bool:
     return row > 0 and wins_at(board, row - 1, col, 2)
 
 
-def two_ply(obs: np.ndarray, mask: np.ndarray) -> int:
-    """`one_ply`, and otherwise a random legal column that does not give the opponent a win
-    right above it (any legal column if all do)."""
+def _forced_or_safe(obs: np.ndarray, mask: np.ndarray):
+    """The board, the legal columns, one-ply's move (a win, else a block; None if neither) and,
+    where there is none, the legal columns that do not give the opponent a win right above."""
     board, legal = board_of(obs), np.asarray(mask).astype(bool)
     for player in (1, 2):
         moves = winning_moves(board, player, legal)
         if moves:
-            return moves[0]
-    safe = [c for c in np.flatnonzero(legal) if not gives_away(board, c)]
+            return board, legal, moves[0], []
+    return board, legal, None, [c for c in np.flatnonzero(legal) if not gives_away(board, c)]
+
+
+def two_ply(obs: np.ndarray, mask: np.ndarray) -> int:
+    """`one_ply`, and otherwise a random legal column that does not give the opponent a win
+    right above it (any legal column if all do)."""
+    board, legal, forced, safe = _forced_or_safe(obs, mask)
+    if forced is not None:
+        return forced
     return int(_rng.choice(safe if safe else np.flatnonzero(legal)))
 
 
@@ -101,12 +109,9 @@ def threats(obs: np.ndarray, mask: np.ndarray) -> int:
     """`two_ply`, and among the columns that give nothing away it prefers the ones after which it
     wins at once on its next move in the most columns (a threat, or a fork of two), so that its
     opponent meets threats to block far more often than against random play."""
-    board, legal = board_of(obs), np.asarray(mask).astype(bool)
-    for player in (1, 2):
-        moves = winning_moves(board, player, legal)
-        if moves:
-            return moves[0]
-    safe = [c for c in np.flatnonzero(legal) if not gives_away(board, c)]
+    board, legal, forced, safe = _forced_or_safe(obs, mask)
+    if forced is not None:
+        return forced
     if not safe:
         return int(_rng.choice(np.flatnonzero(legal)))
     counts = []
