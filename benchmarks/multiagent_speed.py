@@ -145,8 +145,8 @@ def main() -> None:
         f"mpe2 {getattr(mpe2, '__version__', '?')}, supersuit {getattr(ss_mod, '__version__', '?')}. "
         f"Medians of {args.repeats} interleaved repeats of {args.seconds} s. {args.shared}",
         "",
-        "| task | envs | what | agent steps/s | env steps/s | vs plain loop | layout |",
-        "|---|---|---|---|---|---|---|",
+        "| task | envs | what | agent steps/s | env steps/s | vs plain loop | repeats (agent steps/s) | layout |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     base = {}
     for (task, n, name), outs in results.items():
@@ -155,7 +155,8 @@ def main() -> None:
         if "plain loop" in name:
             base[task] = agent
         layout = outs[0][2] if len(outs[0]) > 2 else ""
-        lines.append(f"| {task} | {n} | {name} | {agent:,.0f} | {envs:,.0f} | {agent / base[task]:.2f}x | {layout} |")
+        spread = f"{min(o[0] for o in outs):,.0f}-{max(o[0] for o in outs):,.0f}"
+        lines.append(f"| {task} | {n} | {name} | {agent:,.0f} | {envs:,.0f} | {agent / base[task]:.2f}x | {spread} | {layout} |")
     lines += [
         "",
         "PufferLib's PettingZoo emulation (pufferlib-core 3.0.23) is not installed here (it pulls its own",
