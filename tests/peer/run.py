@@ -27,14 +27,16 @@ def gymnasium_root() -> Path | None:
     """Gymnasium's test tree (the folder holding `tests/vector`), or None where it is absent."""
     base = os.environ.get("SEEDPOOL_PEER_SUITES")
     root = Path(base) / "gymnasium" if base else REPO.parent / "shared" / "peer-suites" / "gymnasium"
-    return root if (root / "tests" / "vector").is_dir() else None
+    # Resolved: pytest names a test by its file's real path relative to the root, so a root
+    # reached through a symbolic link would name (and route) every test wrongly.
+    return root.resolve() if (root / "tests" / "vector").is_dir() else None
 
 
 def envpool_root() -> Path | None:
     """EnvPool's test tree (the folder holding `tests/make_test.py`), or None where it is absent."""
     base = os.environ.get("SEEDPOOL_PEER_SUITES")
     root = Path(base) / "envpool" if base else REPO.parent / "shared" / "peer-suites" / "envpool"
-    return root if (root / "tests" / "make_test.py").is_file() else None
+    return root.resolve() if (root / "tests" / "make_test.py").is_file() else None  # as gymnasium_root
 
 
 # EnvPool's test files for the families seedpool builds (Atari itself, the rest through gymnasium or their packages).
