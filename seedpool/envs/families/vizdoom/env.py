@@ -7,7 +7,9 @@ the observation is the last `stack_num` screens (RGB, or grey where the scenario
 for GRAY8), each resized to `img_height` x `img_width` (OpenCV's area interpolation, or
 bilinear with `use_inter_area_resize=False`) and channel-first, stacked on the channel axis,
 `[3 * stack_num, H, W]` (or `[stack_num, H, W]`) uint8; the action is one float64 value per button
-of the scenario (a binary button is pressed where its value is not 0); a step runs
+of the scenario (a binary button is pressed where its value is not 0), or with
+`use_combined_action=True` one Discrete index into EnvPool's set of button combinations
+(actions.py; `force_speed` and `delta_button_config` shape it as in EnvPool); a step runs
 `frame_skip` tics; `max_episode_steps` is 525; `info` holds the scenario's game variables.
 The reward is the scenario's own (EnvPool's `reward_config` shaping is not reproduced:
 docs/compat.md). `VizdoomCustom-v1` takes EnvPool's `cfg_path` (and `wad_path`).
@@ -25,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from seedpool.envs.families.packaged import EnvPoolTask, check_options, positive_int, require
+from seedpool.envs.families.vizdoom.actions import combined_actions
 from seedpool.errors import ConfigError, UnknownEnvError
 
 # The vizdoom package's scenario files EnvPool registers (envpool/vizdoom/registration.py).
@@ -40,8 +43,8 @@ _IDS = {"".join(w.capitalize() for w in name.split("_")) + "-v1": name for name 
 ASSET_MAPS = {"D1Basic-v1": "D1_basic", "D2Navigation-v1": "D2_navigation", "D3Battle-v1": "D3_battle",
               "D4Battle2-v1": "D4_battle2"}
 OPTIONS = {"img_height": 84, "img_width": 84, "stack_num": 4, "frame_skip": 4, "use_inter_area_resize": True,
-           "episodic_life": False, "use_combined_action": False, "max_episode_steps": 525,
-           "cfg_path": "", "wad_path": ""}
+           "episodic_life": False, "use_combined_action": False, "force_speed": False,
+           "delta_button_config": {}, "max_episode_steps": 525, "cfg_path": "", "wad_path": ""}
 
 
 def vizdoom_ids() -> list[str]:
@@ -54,7 +57,10 @@ class DoomEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, cfg: str, wad: str, size: tuple[int, int], frame_skip: int, area: bool, episodic_life: bool):
+    def __init__(self, cfg: str, wad: str, size: tuple[int, int], frame_skip: int, area: bool, episodic_life: bool,
+                 combined: dict[str, Any] | None = None):
+        """`combined`: EnvPool's `force_speed` and `delta_button_config` where the action is
+        an index into the button combinations (`use_combined_action=True`), else None."""
         import vizdoom as vzd
 
         self._game = game = vzd.DoomGame()
@@ -77,8 +83,11 @@ class DoomEnv(gym.Env):
         self._started = False
         height, width = size
         self.observation_space = gym.spaces.Box(0, 255, (1 if grey else 3, height, width), np.uint8)
-        buttons = len(game.get_available_buttons())
-        self.action_space = gym.spaces.Box(-np.inf, np.inf, (buttons,), np.float64)
+        buttons = [int(b) for b in game.get_available_buttons()]
+        self._combined = None if combined is None else combined_actions(
+            buttons, bool(combined["force_speed"]), combined["delta_button_config"], list(vzd.Button.__members__))
+        self.action_space = (gym.spaces.Box(-np.inf, np.inf, (len(buttons),), np.float64) if self._combined is None
+                             else gym.spaces.Discrete(len(self._combined)))
         self._last = np.zeros(self.observation_space.shape, np.uint8)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -92,7 +101,11 @@ class DoomEnv(gym.Env):
         return self._screen(), self._info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        reward = self._game.make_action([float(a) for a in np.asarray(action).reshape(-1)], self._skip)
+        if self._combined is None:
+            buttons = [float(a) for a in np.asarray(action).reshape(-1)]
+        else:  # the pool has checked the index against the Discrete space
+            buttons = self._combined[int(np.asarray(action).reshape(-1)[0])].tolist()
+        reward = self._game.make_action(buttons, self._skip)
         finished = self._game.is_episode_finished() or (self._episodic_life and self._game.is_player_dead())
         obs = self._last if self._game.is_episode_finished() else self._screen()
         return obs, float(reward), bool(finished), False, self._info()
@@ -115,6 +128,12 @@ class DoomEnv(gym.Env):
         if state is None or state.game_variables is None:
             return {}
         return {name: float(v) for name, v in zip(self._variables, state.game_variables)}
+
+    @property
+    def last_buttons(self) -> list[float]:
+        """The button values the last step set (vizdoom's `get_last_action`), in the
+        scenario's button order: what a combined action index pressed."""
+        return list(self._game.get_last_action())
 
     @property
     def game_variables(self) -> list[str]:
@@ -140,9 +159,6 @@ def make_vizdoom(task_id: str, **options: Any) -> EnvPoolTask:
         raise ConfigError(f"{task_id} is a multi-player ViZDoom scenario: its game waits for the players a host "
                           "sets up, which this family does not; the single-player scenarios are "
                           f"{[i for i, n in _IDS.items() if n not in MULTIPLAYER]}")
-    if opts["use_combined_action"]:
-        raise ConfigError("use_combined_action=True (EnvPool's Discrete space of button combinations) is not "
-                          "built here; pass one float per button (the default layout)")
     cfg, wad = opts["cfg_path"], opts["wad_path"]
     if task_id == CUSTOM and not cfg:
         raise ConfigError(f"{CUSTOM} needs cfg_path=... (a ViZDoom scenario .cfg), as in EnvPool")
@@ -151,8 +167,12 @@ def make_vizdoom(task_id: str, **options: Any) -> EnvPoolTask:
     elif task_id != CUSTOM:
         cfg = cfg or os.path.join(vzd.scenarios_path, f"{_IDS[task_id]}.cfg")
     size = (positive_int("img_height", opts["img_height"]), positive_int("img_width", opts["img_width"]))
+    if not isinstance(opts["delta_button_config"], dict):
+        raise ConfigError("delta_button_config must be a dict {button name: (num, min, max)}, as in EnvPool; "
+                          f"got {opts['delta_button_config']!r}")
+    combined = {k: opts[k] for k in ("force_speed", "delta_button_config")} if opts["use_combined_action"] else None
     env = DoomEnv(cfg, wad, size, positive_int("frame_skip", opts["frame_skip"]),
-                  bool(opts["use_inter_area_resize"]), bool(opts["episodic_life"]))
+                  bool(opts["use_inter_area_resize"]), bool(opts["episodic_life"]), combined)
     stack = positive_int("stack_num", opts["stack_num"])
     limit = positive_int("max_episode_steps", opts.pop("max_episode_steps"))
     return EnvPoolTask(env, max_episode_steps=limit, frame_stack=stack, stack_channels=True,
