@@ -23,13 +23,13 @@ def make_envs(env: Any, **kwargs: Any):
     """`seedpool.make(env, **kwargs)`; a multi-agent env whose agents' spaces differ is made with
     its agents grouped by role (PettingZoo's name prefixes), each group's rows padded to the
     largest (envs/agents/layout.py)."""
-    import seedpool
+    from seedpool.envs import make
     from seedpool.envs.agents import HeterogeneousAgentsError
 
     try:
-        return seedpool.make(env, **kwargs)
+        return make(env, **kwargs)
     except HeterogeneousAgentsError:
-        return seedpool.make(env, groups="prefix", **kwargs)
+        return make(env, groups="prefix", **kwargs)
 
 
 def team_rows_and_policy(pool: Any, model_cfg: Any, ma: MultiAgentConfig):

@@ -1,7 +1,8 @@
 """Gymnasium's classic control ids, run natively (gymnasium's envs with native=False), and EnvPool's
 classic-control and toy-text ids that gymnasium does not build."""
 
-from seedpool.envs.registry import Family, register_family, register_native
+from seedpool.envs.envpool_ids import envpool_family
+from seedpool.envs.registry import register_family, register_native
 
 _HERE = "seedpool.envs.families.classic"
 
@@ -14,10 +15,4 @@ register_native("Acrobot-v1", f"{_HERE}.acrobot:Acrobot")
 # EnvPool's classic-control and toy-text ids that gymnasium does not build as EnvPool does
 # (its aliases, Catch-v0, NChain-v0): a Python-env family over the table the EnvPool face reads
 # too (seedpool/envs/envpool_ids/table.py); it counts EnvPool's time limit itself.
-register_family(Family(
-    name="envpool_classic",
-    ids="seedpool.envs.envpool_ids.table:classic_ids",
-    factory="seedpool.envs.envpool_ids.table:make_task",
-    prefer_processes=False,
-    time_limit_option="max_episode_steps",
-))
+register_family(envpool_family("envpool_classic", "classic_ids"))

@@ -19,6 +19,7 @@ from seedpool.envs.families.minigrid import kernels
 from seedpool.envs.families.minigrid import levels as lv
 from seedpool.envs.families.minigrid import rng as mg_rng
 from seedpool.envs.families.minigrid.layout import observation_space
+from seedpool.envs.families.minigrid.registration import GOTO_LOCAL_VARIANTS
 from seedpool.envs.native.base import NativeEnv, Rows
 
 # GoToLocal tracks at most this many cells of its target (one per object of the level).
@@ -199,15 +200,9 @@ EmptyRandom6x6 = _variant(Empty, "EmptyRandom6x6", "MiniGrid-Empty-Random-6x6-v0
 DoorKey5x5 = _variant(DoorKey, "DoorKey5x5", "MiniGrid-DoorKey-5x5-v0.", **_room(5, 10))
 DoorKey6x6 = _variant(DoorKey, "DoorKey6x6", "MiniGrid-DoorKey-6x6-v0.", **_room(6, 10))
 DoorKey16x16 = _variant(DoorKey, "DoorKey16x16", "MiniGrid-DoorKey-16x16-v0.", **_room(16, 10))
-GoToLocalS5N2 = _variant(GoToLocal, "GoToLocalS5N2", "BabyAI-GoToLocalS5N2-v0.", num_dists=2, **_room(5, 1))
-GoToLocalS6N2 = _variant(GoToLocal, "GoToLocalS6N2", "BabyAI-GoToLocalS6N2-v0.", num_dists=2, **_room(6, 1))
-GoToLocalS6N3 = _variant(GoToLocal, "GoToLocalS6N3", "BabyAI-GoToLocalS6N3-v0.", num_dists=3, **_room(6, 1))
-GoToLocalS6N4 = _variant(GoToLocal, "GoToLocalS6N4", "BabyAI-GoToLocalS6N4-v0.", num_dists=4, **_room(6, 1))
-GoToLocalS7N4 = _variant(GoToLocal, "GoToLocalS7N4", "BabyAI-GoToLocalS7N4-v0.", num_dists=4, **_room(7, 1))
-GoToLocalS7N5 = _variant(GoToLocal, "GoToLocalS7N5", "BabyAI-GoToLocalS7N5-v0.", num_dists=5, **_room(7, 1))
-GoToLocalS8N2 = _variant(GoToLocal, "GoToLocalS8N2", "BabyAI-GoToLocalS8N2-v0.", num_dists=2, **_room(8, 1))
-GoToLocalS8N3 = _variant(GoToLocal, "GoToLocalS8N3", "BabyAI-GoToLocalS8N3-v0.", num_dists=3, **_room(8, 1))
-GoToLocalS8N4 = _variant(GoToLocal, "GoToLocalS8N4", "BabyAI-GoToLocalS8N4-v0.", num_dists=4, **_room(8, 1))
-GoToLocalS8N5 = _variant(GoToLocal, "GoToLocalS8N5", "BabyAI-GoToLocalS8N5-v0.", num_dists=5, **_room(8, 1))
-GoToLocalS8N6 = _variant(GoToLocal, "GoToLocalS8N6", "BabyAI-GoToLocalS8N6-v0.", num_dists=6, **_room(8, 1))
-GoToLocalS8N7 = _variant(GoToLocal, "GoToLocalS8N7", "BabyAI-GoToLocalS8N7-v0.", num_dists=7, **_room(8, 1))
+# BabyAI-GoToLocalS{size}N{distractors}-v0: one class per variant, named as registration.py names them.
+for _variant_name in GOTO_LOCAL_VARIANTS:
+    _size, _dists = (int(n) for n in _variant_name[1:].split("N"))
+    globals()[f"GoToLocal{_variant_name}"] = _variant(GoToLocal, f"GoToLocal{_variant_name}",
+                                                      f"BabyAI-GoToLocal{_variant_name}-v0.", num_dists=_dists,
+                                                      **_room(_size, 1))

@@ -19,6 +19,9 @@ register_family(Family(
     time_limit_option="max_steps",
 ))
 
+# BabyAI's GoToLocal sizes and distractor counts (S{size}N{distractors}); family.py builds a class for each.
+GOTO_LOCAL_VARIANTS = ("S5N2", "S6N2", "S6N3", "S6N4", "S7N4", "S7N5", "S8N2", "S8N3", "S8N4", "S8N5", "S8N6", "S8N7")
+
 NATIVE = {
     "MiniGrid-Empty-5x5-v0": "Empty5x5",
     "MiniGrid-Empty-6x6-v0": "Empty6x6",
@@ -31,8 +34,7 @@ NATIVE = {
     "MiniGrid-DoorKey-8x8-v0": "DoorKey",
     "MiniGrid-DoorKey-16x16-v0": "DoorKey16x16",
     "BabyAI-GoToLocal-v0": "GoToLocal",
-    **{f"BabyAI-GoToLocal{v}-v0": f"GoToLocal{v}" for v in (
-        "S5N2", "S6N2", "S6N3", "S6N4", "S7N4", "S7N5", "S8N2", "S8N3", "S8N4", "S8N5", "S8N6", "S8N7")},
+    **{f"BabyAI-GoToLocal{v}-v0": f"GoToLocal{v}" for v in GOTO_LOCAL_VARIANTS},
 }
 for _task_id, _name in NATIVE.items():
     register_native(_task_id, f"{_HERE}.family:{_name}")

@@ -6,17 +6,12 @@ EnvPool's v2/v3 ids and Pusher-v4, which gymnasium 1.4 builds only with mujoco-p
 mujoco<3, are a Python-env family on gymnasium's v4 envs (seedpool/envs/envpool_ids/mujoco.py).
 """
 
-from seedpool.envs.registry import Family, register_family, register_native
+from seedpool.envs.envpool_ids import envpool_family
+from seedpool.envs.registry import register_family, register_native
 
 _TASKS = ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid", "HumanoidStandup", "Swimmer", "InvertedPendulum")
 
 for _name in _TASKS:
     register_native(f"{_name}-v5", f"seedpool.envs.families.mujoco.envs:{_name}")
 
-register_family(Family(
-    name="envpool_mujoco",
-    ids="seedpool.envs.envpool_ids.table:mujoco_ids",
-    factory="seedpool.envs.envpool_ids.table:make_task",
-    prefer_processes=False,
-    time_limit_option="max_episode_steps",
-))
+register_family(envpool_family("envpool_mujoco", "mujoco_ids"))
