@@ -19,6 +19,7 @@ from seedpool.actors.actions import env_actions
 from seedpool.actors.agent_rows import is_agent_pool, make_envs, team_rows_and_policy
 from seedpool.algorithms import eval_policy_path, load
 from seedpool.actors.memory import PolicyMemory
+from seedpool.actors.observations import policy_view
 from seedpool.algos.dqn import POLICY_AVERAGE
 from seedpool.errors import ConfigError
 from seedpool.experiment.checkpoint import load_checkpoint
@@ -113,6 +114,7 @@ def _rows_and_policy(run_dir: Path, pool, cfg: dict, device: str):
     from seedpool.models.team import MultiAgentConfig
 
     if not is_agent_pool(pool):
+        pool = policy_view(pool)  # a Dict observation read as training read it
         return pool, load_run_policy(run_dir, (pool.single_observation_space, pool.single_action_space), device)
     ma = config_from_dict(MultiAgentConfig, cfg.get("ma") or {})
     rows, built = team_rows_and_policy(pool, config_from_dict(ModelConfig, cfg["model"]), ma)

@@ -18,6 +18,7 @@ from seedpool.errors import ConfigError
 from seedpool.models.base import ActorCritic
 from seedpool.models.cnn import NatureCNNActorCritic, NatureCNNTorso
 from seedpool.models.distributions import CategoricalHead, GaussianHead
+from seedpool.models.grid import GridCNNActorCritic, GridCNNTorso
 from seedpool.models.mlp import MLPActorCritic
 from seedpool.models.recurrent import MLPTorso, RecurrentActorCritic, is_recurrent
 from seedpool.models.q import MinAtarQNetwork, MLPQNetwork, NatureCNNQNetwork, QNetwork
@@ -49,9 +50,11 @@ class ModelConfig:
     """Network: "cnn" for image observations [C, H, W], "mlp" for vectors; "auto" picks by the observation space."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Widths of the MLP's hidden layers (policy and value nets each get this stack)."""
-    cnn: Literal["nature", "small"] = "nature"
-    """The CNN's trunk: "nature" (Mnih et al. 2015: convolutions 32-64-64, 512 hidden units) or "small"
-    (Mnih et al. 2013, A3C's: 16-32, 256 hidden units; about half the learner's time per frame on a CPU)."""
+    cnn: Literal["nature", "small", "grid"] = "nature"
+    """The CNN's trunk: "nature" (Mnih et al. 2015: convolutions 32-64-64, 512 hidden units), "small"
+    (Mnih et al. 2013, A3C's: 16-32, 256 hidden units; about half the learner's time per frame on a CPU),
+    both over frames [C, H, W], or "grid" (rl-starter-files': 2x2 convolutions 16-32-64, 64-wide tanh
+    heads) over symbolic grids [H, W, C] such as MiniGrid's 7x7x3 view (seedpool/models/grid.py)."""
     activation: Literal["tanh", "relu"] = "tanh"
     """MLP activation function."""
     init_log_std: float = 0.0
@@ -98,7 +101,9 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     if cfg.core != "none":
         return make_recurrent_policy(obs_space, action_space, cfg, kind)
     if kind == "cnn":
-        _check_cnn(obs_space, action_space)
+        _check_cnn(obs_space, action_space, cfg.cnn)
+        if cfg.cnn == "grid":
+            return GridCNNActorCritic(obs_space.shape, int(action_space.n))
         return NatureCNNActorCritic(obs_space.shape, int(action_space.n), cfg.cnn)
     obs_dim = int(np.prod(obs_space.shape))
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
@@ -108,7 +113,7 @@ def make_policy(obs_space: gym.Space, action_space: gym.Space, cfg: ModelConfig)
     )
 
 
-def _check_cnn(obs_space: gym.Space, action_space: gym.Space) -> None:
+def _check_cnn(obs_space: gym.Space, action_space: gym.Space, cnn: str = "nature") -> None:
     """Raise ValueError unless the CNN policy fits these spaces."""
     if not is_image_space(obs_space):
         raise ConfigError(
@@ -118,6 +123,13 @@ def _check_cnn(obs_space: gym.Space, action_space: gym.Space) -> None:
         )
     if not isinstance(action_space, gym.spaces.Discrete):
         raise ConfigError(f"the CNN policy supports Discrete actions only; this env has {action_space}.")
+    least = _FRAME_MIN_SIZE.get(cnn)
+    if least is not None and min(obs_space.shape[1:]) < least:
+        raise ConfigError(
+            f"the {cnn!r} CNN needs frames [C, H, W] of at least {least}x{least}; this env "
+            f"gives {obs_space.shape}. For a small grid [H, W, C] (MiniGrid's 7x7x3) use --model.cnn grid, "
+            "or --model.kind mlp."
+        )
 
 
 def make_recurrent_policy(obs_space: gym.spaces.Box, action_space: gym.Space, cfg: ModelConfig,
@@ -129,8 +141,8 @@ def make_recurrent_policy(obs_space: gym.spaces.Box, action_space: gym.Space, cf
         raise ConfigError(f"--model.core-size must be at least 1, got {cfg.core_size}")
     discrete = isinstance(action_space, gym.spaces.Discrete)
     if kind == "cnn":
-        _check_cnn(obs_space, action_space)
-        torso: nn.Module = NatureCNNTorso(obs_space.shape, cfg.cnn)
+        _check_cnn(obs_space, action_space, cfg.cnn)
+        torso: nn.Module = GridCNNTorso(obs_space.shape) if cfg.cnn == "grid" else NatureCNNTorso(obs_space.shape, cfg.cnn)
     else:
         torso = MLPTorso(int(np.prod(obs_space.shape)), tuple(cfg.hidden_sizes), cfg.activation, cfg.obs_norm)
     action_dim = int(action_space.n) if discrete else int(action_space.shape[0])
@@ -160,6 +172,7 @@ class QModelConfig:
 
 
 _NATURE_MIN_SIZE = 36  # the smallest frame the Nature CNN's three convolutions accept
+_FRAME_MIN_SIZE = {"nature": _NATURE_MIN_SIZE, "small": 20}  # "small": 8x8 stride 4, then 4x4 stride 2
 
 
 def _q_kind(obs_space: gym.spaces.Box, kind: str) -> str:

@@ -31,13 +31,16 @@ def replay_sync_training(run: Run, sampler, learner, cfg: Any, pool) -> Training
 
 
 def rows_and_policy(pool, model_cfg, ma_cfg):
-    """What a sync trainer samples from and acts with: the pool and `make_policy`'s policy, or,
+    """What a sync trainer samples from and acts with: the pool (its Dict observations as
+    `policy_view` gives them) and `make_policy`'s policy, or,
     for a multi-agent pool, its agent rows and a team policy; and the group each finished
     episode's returns are also logged under (None for single-agent runs)."""
     from seedpool.actors.agent_rows import is_agent_pool, team_rows_and_policy
+    from seedpool.actors.observations import policy_view
     from seedpool.models import make_policy
 
     if not is_agent_pool(pool):
+        pool = policy_view(pool)  # a Dict observation as one array (MiniGrid's image, dm_control's state)
         return pool, make_policy(pool.single_observation_space, pool.single_action_space, model_cfg), None
     rows, policy = team_rows_and_policy(pool, model_cfg, ma_cfg)
     return rows, policy, rows.group_of

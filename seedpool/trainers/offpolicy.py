@@ -19,11 +19,11 @@ import torch
 import seedpool
 from seedpool import kernels
 from seedpool.actors.continuous_sampler import ContinuousSampler
+from seedpool.actors.observations import policy_view
 from seedpool.algos.offpolicy import OffPolicyConfig
 from seedpool.algos.replay_learner import MinibatchLearner, ReplayLearner
 from seedpool.experiment import CHECKPOINT_FILE, Run, RunConfig, load_checkpoint, setup_torch
 from seedpool.experiment.checkpoint import restore_replay_trainer, resume_env_seed
-from seedpool.experiment.config import OptionValue
 from seedpool.models.continuous import ContinuousAgent, ContinuousModelConfig
 from seedpool.models.precision import Precision, resolve_precision
 from seedpool.replay import NStepWriter, make_replay
@@ -41,8 +41,6 @@ class ContinuousTrainConfig(RunConfig):
     """Run options and the actor/critic MLPs of the off-policy continuous trainers."""
 
     model: ContinuousModelConfig = field(default_factory=ContinuousModelConfig)
-    env_options: dict[str, OptionValue] = field(default_factory=dict)
-    """Task options for seedpool.make."""
     save_replay: bool = False
     """Also save the replay's contents next to each checkpoint (replay.npz), so a resumed run
     continues with its experience; otherwise a resumed run refills it first."""
@@ -55,6 +53,7 @@ def build_continuous(cfg: ContinuousTrainConfig, algo: str, s: OffPolicyConfig, 
     ckpt = load_checkpoint(cfg.resume / CHECKPOINT_FILE, algo) if cfg.resume else None
     pool = seedpool.make(cfg.env, num_envs=cfg.num_envs, backend=cfg.backend,
                          seed=cfg.seed if ckpt is None else resume_env_seed(cfg.seed, ckpt), **cfg.env_options)
+    pool = policy_view(pool)  # dm_control's Dict of position, velocity, ... as one state vector
     with contextlib.ExitStack() as undo:  # a failure while building closes what was built
         undo.callback(pool.close)
         obs_space, action_space = pool.single_observation_space, pool.single_action_space

@@ -15,7 +15,6 @@ from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunConfig, RunResult, load_checkpoint, set_rng_state, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_learner, resume_env_seed, trainer_state
-from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig
 from seedpool.models.team import MultiAgentConfig
 from seedpool.models.precision import resolve_precision
@@ -34,8 +33,6 @@ class PPOTrainConfig(RunConfig):
     model: ModelConfig = field(default_factory=ModelConfig)
     sampler: Literal["auto", "sync", "double"] = "auto"
     """Rollout loop: "sync" steps all envs in lockstep; "double" alternates two halves (async engine)."""
-    env_options: dict[str, OptionValue] = field(default_factory=dict)
-    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     ma: MultiAgentConfig = field(default_factory=MultiAgentConfig)
     """Multi-agent (PettingZoo) envs: shared or per-group policies, agent ids, a centralised critic."""
     replay_limit: int = 2_000_000
@@ -142,7 +139,9 @@ def _with_core(cfg: PPOTrainConfig, env_id: str, core: str) -> PPOTrainConfig:
     same LSTM did not learn that task in the budget), 20 epochs of one minibatch of whole env
     sequences, a small core straight on the observations, and one of its own for the value head.
     """
-    if is_atari(env_id):  # frames are scaled already, rewards clipped: only the core changes
+    if is_atari(env_id) or _family(env_id) == "minigrid":
+        # Atari: frames are scaled already, rewards clipped; MiniGrid: the grid CNN's features feed
+        # the core (not measured with a core yet). Only the core changes.
         return replace(cfg, model=replace(cfg.model, core=core))
     if is_mujoco(env_id) or env_id.startswith("Pendulum"):
         # The same rollout cut into one env's sequence per minibatch (a minibatch holds whole
@@ -204,6 +203,8 @@ def _family_defaults(env_id: str) -> PPOTrainConfig:
                               replay_limit=200_000)
     if is_pettingzoo_id(env_id):
         return _multiagent_defaults(env_id)
+    if _family(env_id) == "minigrid":
+        return _minigrid_defaults(env_id)
     if env_id.startswith("CartPole"):
         ppo = PPOConfig(num_steps=32, num_minibatches=1, update_epochs=20, learning_rate=1e-3,
                         gamma=0.98, gae_lambda=0.8, clip_coef=0.2, anneal_clip=True, ent_coef=0.0)
@@ -226,3 +227,22 @@ def _family_defaults(env_id: str) -> PPOTrainConfig:
     ppo = PPOConfig(num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
                     ent_coef=0.01, gamma=0.99, gae_lambda=0.95)
     return PPOTrainConfig(env=env_id, num_envs=8, total_timesteps=500_000, ppo=ppo)
+
+
+def _family(env_id: str) -> str | None:
+    """The name of the seedpool family that builds ``env_id`` ("minigrid", "dmc", ...), or None."""
+    from seedpool.envs.registry import find
+
+    family = find(env_id) if isinstance(env_id, str) else None
+    return family.name if family is not None else None
+
+
+def _minigrid_defaults(env_id: str) -> PPOTrainConfig:
+    """MiniGrid and BabyAI: rl-starter-files' PPO (16 envs, 128 steps, 4 epochs of 256-row
+    minibatches, Adam 1e-3 with eps 1e-8 and no decay, entropy 0.01, value loss 0.5 clipped as
+    the policy, advantages not normalised) and its CNN over the 7x7x3 view (--model.cnn grid)."""
+    ppo = PPOConfig(num_steps=128, num_minibatches=8, update_epochs=4, learning_rate=1e-3, anneal_lr=False,
+                    adam_eps=1e-8, gamma=0.99, gae_lambda=0.95, clip_coef=0.2, clip_vloss=True, ent_coef=0.01,
+                    vf_coef=0.5, max_grad_norm=0.5, norm_adv=False)
+    return PPOTrainConfig(env=env_id, num_envs=16, total_timesteps=2_000_000, ppo=ppo,
+                          model=ModelConfig(kind="cnn", cnn="grid"))
