@@ -11,6 +11,12 @@ drawn as soon as the previous one is used (nothing else draws from it in these t
 that the compiled step resets the envs it ends itself. The package path's
 `info["discount"]` is not returned (a native family returns no info entries): these tasks
 never terminate, so dm_control's discount is 1 at every step.
+
+As dm_control's `Physics.step` (`check_invalid_state`), a step (or reset) in which MuJoCo
+raised a warning (its counters rose: a bad qpos, qvel, qacc or control, a full contact or
+constraint buffer) raises dm_control's `PhysicsError`, with dm_control's message and the env
+ids; the pool reports it as the package path does (an `EnvStepError` that is also a
+`PhysicsError`), and restarts the batch's envs, as after any native family's error.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from seedpool.envs.native.base import NativeEnv, Rows
 from seedpool.envs.native.part_ring import CompiledStep
 
 MJMAXVAL = 1e10  # dm_control's bound of an actuator without a control range (mujoco.mjMAXVAL)
+NWARNING = int(mujoco.mjtWarning.mjNWARNING)
+WARNINGS = list(mujoco.mjtWarning.__members__)[:NWARNING]  # the counters' names, as dm_control lists them
 
 
 class DmcFamily(MujocoFamily):
@@ -95,6 +103,7 @@ class DmcFamily(MujocoFamily):
         p[kernels.SETTLE] = self.settle
         p[kernels.TWO] = 2.0
         p[kernels.NSENSORDATA] = m.nsensordata
+        p[kernels.NWARNING] = NWARNING
         return p
 
     def body(self, name: str) -> int:
@@ -157,8 +166,10 @@ class DmcFamily(MujocoFamily):
                 self._draw(np.array([i]))
         obs = self._empty(len(rows))
         leaves = self._views(obs)
-        self._split(lambda s: self.sim.reset_rows(rows[s], tuple(v[s] for v in leaves)), len(rows))
+        warned = self._split(lambda s: self.sim.reset_rows(rows[s], tuple(v[s] for v in leaves)), len(rows))
         self._after_reset(rows)
+        if any(warned):
+            self._physics_error(rows)
         return obs
 
     def step(self, ids: Rows, actions: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
@@ -166,7 +177,10 @@ class DmcFamily(MujocoFamily):
         actions = np.asarray(actions, np.float64)
         obs, reward = self._empty(len(rows)), np.empty(len(rows))
         leaves = self._views(obs)
-        self._split(lambda s: self.sim.step(rows[s], actions[s], tuple(v[s] for v in leaves), reward[s]), len(rows))
+        warned = self._split(lambda s: self.sim.step(rows[s], actions[s], tuple(v[s] for v in leaves), reward[s]),
+                             len(rows))
+        if any(warned):
+            self._physics_error(rows)
         return obs, reward, np.zeros(len(rows), np.bool_)
 
     def can_fuse(self) -> bool:
@@ -179,7 +193,11 @@ class DmcFamily(MujocoFamily):
 
     def _restart(self, rows: np.ndarray, obs: Any, book: Any) -> None:
         """The Python half of the fused step for envs `rows`: those it reset get their next
-        initial states; the others (no initial state ready) are reset here, as MujocoFamily's."""
+        initial states; the others (no initial state ready) are reset here, as MujocoFamily's.
+        Envs that warned are among them: dm_control's PhysicsError (the pool restarts the
+        batch's envs, drawing the initial states not drawn here)."""
+        if self.sim.warned[rows].any():
+            self._physics_error(rows)
         used = self.sim.ready[rows] == kernels.USED
         if used.any():
             self._after_reset(rows[used])
@@ -188,6 +206,19 @@ class DmcFamily(MujocoFamily):
             keep_row = ~book.needs_reset[rest]
             obs[rest] = self.reset(rest, None)
             bookkeeping.started_rows(rest, keep_row, *book[:8])
+
+    def _physics_error(self, rows: np.ndarray) -> None:
+        """Raise dm_control's PhysicsError for the envs of `rows` that warned (`sim.warned`,
+        cleared here), with dm_control's message (`Physics.check_invalid_state`) and their ids."""
+        from dm_control.rl.control import PhysicsError
+
+        warned = self.sim.warned
+        hit = rows[warned[rows] != 0]
+        mask = int(np.bitwise_or.reduce(warned[hit]))
+        warned[hit] = 0
+        names = ", ".join(name for k, name in enumerate(WARNINGS) if mask >> k & 1)
+        envs = f"env {int(hit[0])}" if len(hit) == 1 else f"envs {hit.tolist()}"
+        raise PhysicsError(f"Physics state is invalid. Warning(s) raised: {names} ({envs})")
 
     def _empty(self, n: int) -> dict[str, np.ndarray]:
         return {key: np.empty((n, *shape)) for key, shape in self.layout}

@@ -14,6 +14,14 @@ the task's initial state (drawn beforehand in Python from the env's `RandomState
 i of `init`), the task's settling steps (cheetah's 200), and `mj_forward` without actuation
 again. Rewards follow dm_control's expressions (`rewards.tolerance`) in float64.
 
+dm_control's `check_invalid_state`: around a step's physics (and a reset's, after its first
+`mj_forward`), MuJoCo's warning counters (`data.warning[k].number`) are read before and
+after; an env whose counter of some warning rose gets that bit set in `warned[i]` (the step
+goes on as MuJoCo left it), and the family raises dm_control's `PhysicsError` for it in
+Python (family.py): `step_rows` and `reset_rows` return how many envs warned, `step_fused`
+hands them back among its `pending` envs. The counters before are kept in the last
+`p[NWARNING]` entries of the scratch row `flat`, after the observation.
+
 One kernel serves the domains (`kind`), their constants in a float64 vector (`p`, indexed
 by the names below). The observation of an env is computed into a flat scratch row and
 written into the pool's leaf arrays (one per key of the Dict observation, each a 2-D view:
@@ -34,15 +42,17 @@ CHEETAH, WALKER, HOPPER, CARTPOLE = range(4)
 # Entries of a task's constants `p`. T1_*, T2_*, T3_*: the (lower, upper, margin, scale) of
 # the task's tolerance terms (which sigmoid each is, is the domain's code); MOVE: walker's
 # move speed (0: stand), hopper's hopping (1.0) or standing (0.0); TWO: 2.0.
+# NWARNING: how many warning counters MuJoCo keeps (mjNWARNING).
 (SUB_STEPS, RK4, SETTLE, TWO, NSENSORDATA, TORSO, FOOT, SPEED, TOUCH_TOE, TOUCH_HEEL, SLIDER, MOVE,
  T1_LO, T1_HI, T1_MARGIN, T1_SCALE, T2_LO, T2_HI, T2_MARGIN, T2_SCALE, T3_LO, T3_HI, T3_MARGIN, T3_SCALE,
- PARAMS) = range(25)
+ NWARNING, PARAMS) = range(26)
 # dm_control's sigmoids used here. Its gaussian squares with `**`: of an array, NumPy's
 # square (x * x); of a scalar (a float64 read from the physics), the C library's pow(x, 2),
 # which differs from x * x in the last bit now and then: GAUSSIAN and GAUSSIAN_OF_SCALAR.
 GAUSSIAN, GAUSSIAN_OF_SCALAR, LINEAR, QUADRATIC = range(4)
-# Columns of the address table (a row per env): its MjData and the arrays read or written here.
-DATA, QPOS, QVEL, CTRL, XPOS, XMAT, XIPOS, SENSORDATA, ADDRESSES = range(9)
+# Columns of the address table (a row per env): its MjData and the arrays read or written here
+# (WARNING: its first warning counter, `data.warning[0].number`; the next are 8 bytes apart).
+DATA, QPOS, QVEL, CTRL, XPOS, XMAT, XIPOS, SENSORDATA, WARNING, ADDRESSES = range(10)
 # MuJoCo's functions called here, in the order of `fns`; then NumPy's float64 loops of exp
 # and log1p and their data (numpy_loops.py; 0 where not found: numba's functions instead).
 FUNCTIONS = ("mj_step", "mj_step1", "mj_step2", "mj_forward", "mj_resetData")
@@ -56,9 +66,44 @@ def addresses(datas: list) -> np.ndarray:
     """The address table of `datas` (one `MjData` per env): a uint64 row per env."""
     table = np.zeros((len(datas), ADDRESSES), np.uint64)
     for i, d in enumerate(datas):
+        counters = d.warning.number
+        if counters.dtype != np.int32 or counters.strides != (8,):
+            raise TypeError(f"internal error: MuJoCo's warning counters are not int32 8 bytes apart: {counters.strides}")
         table[i] = (d._address, d.qpos.ctypes.data, d.qvel.ctypes.data, d.ctrl.ctypes.data, d.xpos.ctypes.data,
-                    d.xmat.ctypes.data, d.xipos.ctypes.data, d.sensordata.ctypes.data)
+                    d.xmat.ctypes.data, d.xipos.ctypes.data, d.sensordata.ctypes.data, counters.ctypes.data)
     return table
+
+
+@intrinsic
+def _i32(typingctx, address):
+    """An int32 pointer to `address` (for `carray`)."""
+    sig = types.CPointer(types.int32)(types.uint64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int32)))
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _keep_warnings(p, a, flat):  # pragma: no cover - compiled
+    """The env's warning counters now, into the last p[NWARNING] entries of `flat`."""
+    n = int(p[NWARNING])
+    counts, base = carray(_i32(a[WARNING]), 2 * n), flat.size - n
+    for k in range(n):
+        flat[base + k] = counts[2 * k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _new_warnings(p, a, flat):  # pragma: no cover - compiled
+    """Bit k set for each warning whose counter rose since `_keep_warnings` (dm_control's test)."""
+    n = int(p[NWARNING])
+    counts, base = carray(_i32(a[WARNING]), 2 * n), flat.size - n
+    mask = 0
+    for k in range(n):
+        if counts[2 * k] > flat[base + k]:
+            mask |= 1 << k
+    return mask
 
 
 @intrinsic
@@ -211,24 +256,31 @@ def _scatter(flat, leaves, widths, row):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, act, flat):  # pragma: no cover - compiled
-    """dm_control's `Environment.step` of one env (addresses `a`) with action `act`: the
-    controls, the physics, then its reward (returned) and observation (into `flat`)."""
+def _step_env(kind, p, fns, model, a, nq, nv, nu, nbody, act, flat, warned, i):  # pragma: no cover - compiled
+    """dm_control's `Environment.step` of env i (addresses `a`) with action `act`: the
+    controls, the physics (its new warnings into `warned[i]`), then its reward (returned)
+    and observation (into `flat`)."""
     ctrl = carray(_f64(a[CTRL]), nu)
     for j in range(nu):
         ctrl[j] = act[j]
+    _keep_warnings(p, a, flat)
     _advance(fns, model, a[DATA], int(p[SUB_STEPS]), p[RK4] != 0.0)
+    mask = _new_warnings(p, a, flat)
+    if mask:
+        warned[i] = mask
     reward = _reward(kind, p, fns, a, nq, nv, nu, nbody)
     _observe(kind, p, fns, a, nq, nv, nbody, flat)
     return reward
 
 
 @njit(cache=True, nogil=True)
-def _reset_env(p, fns, model, noact, a, nq, nv, init, ready, i):  # pragma: no cover - compiled
+def _reset_env(p, fns, model, noact, a, nq, nv, init, ready, warned, i, flat):  # pragma: no cover - compiled
     """dm_control's `Environment.reset` of env i (address row `a`), its initial state from
-    row i of `init` (marked USED)."""
+    row i of `init` (marked USED); the warnings after its first `mj_forward` (which
+    `reset_context` lets pass) into `warned[i]`."""
     _call(fns[MJ_RESET_DATA], model, a[DATA])
     _call(fns[MJ_FORWARD], noact, a[DATA])
+    _keep_warnings(p, a, flat)
     qpos, qvel = carray(_f64(a[QPOS]), nq), carray(_f64(a[QVEL]), nv)
     for j in range(nq):
         qpos[j] = init[i, j]
@@ -239,33 +291,43 @@ def _reset_env(p, fns, model, noact, a, nq, nv, init, ready, i):  # pragma: no c
     if settle > 0:  # cheetah's initialize_episode: physics.step(200) (its time set to 0 by the caller)
         _advance(fns, model, a[DATA], settle, p[RK4] != 0.0)
     _call(fns[MJ_FORWARD], noact, a[DATA])
+    mask = _new_warnings(p, a, flat)
+    if mask:
+        warned[i] = mask
 
 
 @njit(cache=True, nogil=True)
-def reset_rows(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, widths, rows, leaves,
+def reset_rows(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, warned, widths, rows, leaves,
                flat):  # pragma: no cover - compiled
     """Reset envs `rows` (their initial states ready in `init`) and write their observations
-    into row k of `leaves` (for env rows[k])."""
+    into row k of `leaves` (for env rows[k]); how many of them warned."""
+    n_warned = 0
     for k in range(rows.size):
         a = table[rows[k]]
-        _reset_env(p, fns, model, noact, a, nq, nv, init, ready, rows[k])
+        _reset_env(p, fns, model, noact, a, nq, nv, init, ready, warned, rows[k], flat)
+        n_warned += warned[rows[k]] != 0
         _observe(kind, p, fns, a, nq, nv, nbody, flat)
         _scatter(flat, leaves, widths, k)
+    return n_warned
 
 
 @njit(cache=True, nogil=True)
-def step_rows(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, widths, rows, actions, leaves,
-              reward, flat):  # pragma: no cover - compiled
+def step_rows(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, warned, widths, rows, actions,
+              leaves, reward, flat):  # pragma: no cover - compiled
     """Step envs `rows` with `actions` (row k for env rows[k]); their results into row k of
-    `leaves` and `reward`."""
+    `leaves` and `reward`; how many of them warned."""
+    n_warned = 0
     for k in range(rows.size):
-        reward[k] = _step_env(kind, p, fns, model, table[rows[k]], nq, nv, nu, nbody, actions[k], flat)
+        i = rows[k]
+        reward[k] = _step_env(kind, p, fns, model, table[i], nq, nv, nu, nbody, actions[k], flat, warned, i)
+        n_warned += warned[i] != 0
         _scatter(flat, leaves, widths, k)
+    return n_warned
 
 
 @njit(cache=True, nogil=True)
-def step_fused(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, widths, rows, actions, leaves,
-               final_leaves, pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
+def step_fused(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, warned, widths, rows, actions,
+               leaves, final_leaves, pending, reward, terminated, truncated, elapsed_step, episode_return, elapsed, returns,
                needs_reset, limit, mode, flat):  # pragma: no cover - compiled
     """Step envs `rows` with their rows of the pool's `actions`, writing their rows of the
     pool's observation leaves and the engine's bookkeeping (the arguments from `reward` on
@@ -273,22 +335,26 @@ def step_fused(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready
     same_step autoreset, ended now, their final observation copied) are reset here where
     their next initial state is ready; all of them go into `pending` (their number
     returned): the caller draws the next initial states of those reset here and resets the
-    others. None of these tasks terminates: their episodes end at the time limit."""
+    others; an env that warned goes into `pending` too (the caller raises for it). None of
+    these tasks terminates: their episodes end at the time limit."""
     n_pending = 0
     for k in range(rows.size):
         i = rows[k]
         keep_row = False  # a marked env is not stepped: its row reports the reset
         if not needs_reset[i]:
-            r = _step_env(kind, p, fns, model, table[i], nq, nv, nu, nbody, actions[i], flat)
+            r = _step_env(kind, p, fns, model, table[i], nq, nv, nu, nbody, actions[i], flat, warned, i)
             _scatter(flat, leaves, widths, i)
             if not bookkeeping.end_step(i, r, False, reward, terminated, truncated, elapsed_step, episode_return,
                                         elapsed, returns, needs_reset, limit, mode):
+                if warned[i]:
+                    pending[n_pending] = i
+                    n_pending += 1
                 continue
             for c in range(len(leaves)):  # same_step autoreset: the row keeps reporting the end
                 final_leaves[c][i, :] = leaves[c][i, :]
             keep_row = True
         if ready[i] == READY:
-            _reset_env(p, fns, model, noact, table[i], nq, nv, init, ready, i)
+            _reset_env(p, fns, model, noact, table[i], nq, nv, init, ready, warned, i, flat)
             _observe(kind, p, fns, table[i], nq, nv, nbody, flat)
             _scatter(flat, leaves, widths, i)
             bookkeeping.started(i, keep_row, reward, terminated, truncated, elapsed_step, episode_return, elapsed,
@@ -300,7 +366,7 @@ def step_fused(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready
 
 @njit(cache=True, nogil=True)
 def run_parts(ctl, slots, ring_rows, ring_pending, num_slots, first, end, spins, kind, p, fns, model, noact, table,
-              nq, nv, nu, nbody, init, ready, widths, actions, leaves, final_leaves, reward, terminated, truncated,
+              nq, nv, nu, nbody, init, ready, warned, widths, actions, leaves, final_leaves, reward, terminated, truncated,
               elapsed_step, episode_return, elapsed, returns, needs_reset, limit, mode):  # pragma: no cover
     """The part ring's loop (part_ring.py; as families/mujoco/kernels.run_parts): claim the
     oldest part posted and not yet claimed, step it (`step_fused`), mark it done, and again.
@@ -308,14 +374,14 @@ def run_parts(ctl, slots, ring_rows, ring_pending, num_slots, first, end, spins,
     told to stop with nothing left; False. The caller's (in `recv`): until parts first..end-1
     are stepped (True), or False after `spins` rounds of waiting for the helpers."""
     idle = 0
-    flat = np.empty(widths.sum())  # scratch for every part this call steps
+    flat = np.empty(widths.sum() + int(p[NWARNING]))  # scratch for every part this call steps
     while end < 0 or not part_ring.all_done(slots, first, end, num_slots):
         s = part_ring.claim(ctl)
         if s >= 0:
             idle = 0
             rows, pending = part_ring.part_rows(slots, ring_rows, ring_pending, s, num_slots)
-            n = step_fused(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, widths, rows, actions,
-                           leaves, final_leaves, pending, reward, terminated, truncated, elapsed_step,
+            n = step_fused(kind, p, fns, model, noact, table, nq, nv, nu, nbody, init, ready, warned, widths, rows,
+                           actions, leaves, final_leaves, pending, reward, terminated, truncated, elapsed_step,
                            episode_return, elapsed, returns, needs_reset, limit, mode, flat)
             part_ring.finish(slots, s, num_slots, n)
             continue

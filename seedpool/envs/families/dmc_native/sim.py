@@ -8,7 +8,8 @@
   Python-env path over the package (which says what to install).
 - `DmcSims`: the envs' data and the kernels' fixed arguments; `init` row i holds env i's
   next initial state, drawn in Python from its `RandomState` (`ready[i]` says whether it
-  is there), so that the kernels can reset the envs a step ends without Python.
+  is there), so that the kernels can reset the envs a step ends without Python; `warned[i]`
+  the MuJoCo warnings env i raised since the family last looked (a bit per mjtWarning).
 """
 
 from __future__ import annotations
@@ -75,10 +76,13 @@ class DmcSims:
         self.table = kernels.addresses(self.datas)
         self.init = np.zeros((num_envs, m.nq + m.nv))
         self.ready = np.zeros(num_envs, np.int8)
+        self.warned = np.zeros(num_envs, np.int64)
         self.widths = np.asarray(widths, np.int64)
+        # The kernels' scratch row: an observation, then the warning counters before a step.
+        self.scratch = int(self.widths.sum()) + int(params[kernels.NWARNING])
         self.args = (kind, np.asarray(params, np.float64), FUNCTIONS, np.uint64(m._address),
                      np.uint64(self.noact._address), self.table, m.nq, m.nv, m.nu, m.nbody, self.init, self.ready,
-                     self.widths)
+                     self.warned, self.widths)
         self._views: dict[int, tuple[Any, tuple[np.ndarray, ...]]] = {}
 
     def leaves(self, tree: Any) -> tuple[np.ndarray, ...]:
@@ -95,21 +99,24 @@ class DmcSims:
         self._views[id(tree)] = (tree, views)
         return views
 
-    def reset_rows(self, rows: np.ndarray, leaves: tuple[np.ndarray, ...]) -> None:
-        """Reset envs `rows` (their initial states ready) into row k of `leaves` (env rows[k])."""
-        kernels.reset_rows(*self.args, rows, leaves, np.empty(int(self.widths.sum())))
+    def reset_rows(self, rows: np.ndarray, leaves: tuple[np.ndarray, ...]) -> int:
+        """Reset envs `rows` (their initial states ready) into row k of `leaves` (env rows[k]);
+        how many of them warned (`warned`)."""
+        return kernels.reset_rows(*self.args, rows, leaves, np.empty(self.scratch))
 
     def step(self, rows: np.ndarray, actions: np.ndarray, leaves: tuple[np.ndarray, ...],
-             reward: np.ndarray) -> None:
-        """Step envs `rows` with `actions` (row k: env rows[k]), results into row k of the rest."""
-        kernels.step_rows(*self.args, rows, actions, leaves, reward, np.empty(int(self.widths.sum())))
+             reward: np.ndarray) -> int:
+        """Step envs `rows` with `actions` (row k: env rows[k]), results into row k of the rest;
+        how many of them warned (`warned`)."""
+        return kernels.step_rows(*self.args, rows, actions, leaves, reward, np.empty(self.scratch))
 
     def step_fused(self, rows: np.ndarray, actions: np.ndarray, obs: Any, final_obs: Any, pending: np.ndarray,
                    book: Any) -> int:
         """Step envs `rows` on the pool's buffers with the engine's bookkeeping; the envs it
-        reset or left to reset go into `pending`, their number returned (`kernels.step_fused`)."""
+        reset or left to reset (or that warned) go into `pending`, their number returned
+        (`kernels.step_fused`)."""
         return kernels.step_fused(*self.args, rows, actions, self.leaves(obs), self.leaves(final_obs), pending,
-                                  *book, np.empty(int(self.widths.sum())))
+                                  *book, np.empty(self.scratch))
 
     def ring_args(self, actions: np.ndarray, obs: Any, final_obs: Any, book: Any) -> tuple:
         """The arguments of `kernels.run_parts` after the ring's own, on the pool's buffers."""
