@@ -185,3 +185,14 @@ def test_vizdoom_custom_takes_envpools_cfg_path_and_wad_path():
         assert env.step(np.array([5]))[0].shape == (1, 12, 84, 84)
     finally:
         env.close()
+
+
+def test_envpools_maps_without_envpool_assets_name_the_extra(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "envpool_assets" else real(name, *a))
+    with pytest.raises(ModuleNotFoundError) as err:
+        seedpool.make("D1Basic-v1", num_envs=1, backend="serial")
+    message = str(err.value)
+    assert "\n" not in message and "pip install 'seedpool[vizdoom]'" in message and "D1Basic-v1" in message
+    assert err.value.name == "envpool_assets"

@@ -2,7 +2,7 @@
 
 An id is a scenario of the vizdoom package in CamelCase with "-v1" ("Basic-v1" is
 basic.cfg, "DefendTheCenter-v1" defend_the_center.cfg); EnvPool's own maps (D1Basic-v1 ...
-D4Battle2-v1) are read from the envpool-assets package where it is installed. As EnvPool:
+D4Battle2-v1) are read from the envpool-assets package (in the `vizdoom` extra). As EnvPool:
 the observation is the last `stack_num` screens (RGB, or grey where the scenario's cfg asks
 for GRAY8), each resized to `img_height` x `img_width` (OpenCV's area interpolation, or
 bilinear with `use_inter_area_resize=False`) and channel-first, stacked on the channel axis,
@@ -187,6 +187,6 @@ def _asset_map(task_id: str) -> tuple[str, str]:
     spec = importlib.util.find_spec("envpool_assets")
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError(f"{task_id} is one of EnvPool's own ViZDoom maps, which ship in the envpool-assets "
-                                  "package, not with vizdoom: pip install envpool-assets", name="envpool_assets")
+                                  "package, not with vizdoom: pip install 'seedpool[vizdoom]'", name="envpool_assets")
     base = os.path.join(os.path.dirname(spec.origin), "vizdoom", "maps", ASSET_MAPS[task_id])
     return f"{base}.cfg", f"{base}.wad"
