@@ -39,6 +39,18 @@ ENV_MASK = (1 << OP_SHIFT) - 1
 STEP, RESET, CLOSE, RECOVER, OPTIONS, CALL = 0, 1, 2, 3, 4, 5
 
 
+
+def take_pending(pending: list[tuple[int, list[int]]], most: int) -> tuple[int, list[int]]:
+    """The oldest of the commands an executor runs itself, ``(op, env ids)``, cut to its first
+    ``most`` envs; the rest of its envs stay at the front of ``pending``."""
+    op, ids = pending[0]
+    if most < len(ids):
+        pending[0] = (op, ids[most:])
+        return op, ids[:most]
+    pending.pop(0)
+    return op, ids
+
+
 class Ring:
     """A ring of int32 entries with a shared head counter (`shared`: for forked workers)."""
 

@@ -23,7 +23,9 @@ import numpy as np
 
 from seedpool.envs.buffers import FAILED, OK, Buffers
 from seedpool.envs.calls import CallFn, raise_outcome
-from seedpool.envs.channel import CALL, CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until
+from seedpool.envs.channel import (
+    CALL, CLOSE, OP_SHIFT, OPTIONS, RECOVER, STEP, Doorbell, Ring, spin_until, take_pending,
+)
 from seedpool.envs.errors import EnvFailure, EnvStepError, StepTimeoutError, WaitTimeout, WorkerDiedError, env_error
 from seedpool.envs.faults import POLL_S, FaultMonitor
 from seedpool.envs.handles import ProcessHandle, ThreadHandle, Worker
@@ -277,13 +279,7 @@ class Executor:
             avail = ring.available() if ring is not None else 0
             # Step our own envs while the workers' completions do not make up the batch.
             while pending and avail + len(out) < n:
-                op, ids = pending[0]
-                take = min(len(ids), n - avail - len(out))
-                if take < len(ids):
-                    pending[0] = (op, ids[take:])
-                    ids = ids[:take]
-                else:
-                    pending.pop(0)
+                op, ids = take_pending(pending, n - avail - len(out))
                 self._run_local(op, ids)
                 out += ids
                 if ring is not None:

@@ -25,6 +25,8 @@ class RunConfig:
 
     env: str = "CartPole-v1"
     """Task id: a seedpool id (e.g. Pong-v5) or any gymnasium id."""
+    env_options: dict[str, OptionValue] = dataclasses.field(default_factory=dict)
+    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     seed: int = 1
     """Seed for the policy, the minibatch order and the envs (env i gets seed + i)."""
     total_timesteps: int = 150_000

@@ -19,7 +19,7 @@ from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import Run, RunResult
 from seedpool.experiment.checkpoint import restore_replay_trainer
-from seedpool.experiment.config import OptionValue, upgrade_options
+from seedpool.experiment.config import upgrade_options
 from seedpool.experiment.legacy_options import Converted, convert_options
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.models.precision import autocast_fn, resolve_precision
@@ -42,8 +42,6 @@ class ApexTrainConfig(CentralRunConfig):
     dqn: QLearningConfig = field(default_factory=QLearningConfig)
     apex: ApexConfig = field(default_factory=ApexConfig)
     model: QModelConfig = field(default_factory=QModelConfig)
-    env_options: dict[str, OptionValue] = field(default_factory=dict)
-    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     save_replay: bool = False
     """Also save the replay's contents next to each checkpoint (replay.npz; can be many GB)."""
 

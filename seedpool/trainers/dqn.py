@@ -19,7 +19,7 @@ from seedpool.experiment import (
     CHECKPOINT_FILE, Run, RunConfig, RunResult, load_checkpoint, setup_torch,
 )
 from seedpool.experiment.checkpoint import restore_replay_trainer, resume_env_seed
-from seedpool.experiment.config import OptionValue, upgrade_options
+from seedpool.experiment.config import upgrade_options
 from seedpool.experiment.legacy_options import Converted, convert_options
 from seedpool.models import QModelConfig, make_q_network
 from seedpool.models.precision import resolve_precision
@@ -34,8 +34,6 @@ class DQNTrainConfig(RunConfig):
 
     dqn: DQNConfig = field(default_factory=DQNConfig)
     model: QModelConfig = field(default_factory=QModelConfig)
-    env_options: dict[str, OptionValue] = field(default_factory=dict)
-    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     save_replay: bool = False
     """Also save the replay's contents next to each checkpoint (replay.npz; can be many GB), so a
     resumed run continues with its experience; otherwise a resumed run refills it first."""

@@ -16,7 +16,6 @@ from seedpool.algos.impala_recurrent import recurrent_policy_act
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import Run, RunResult, set_rng_state
 from seedpool.experiment.checkpoint import restore_learner, trainer_state
-from seedpool.experiment.config import OptionValue
 from seedpool.models import ModelConfig, is_recurrent
 from seedpool.models.team import MultiAgentConfig
 from seedpool.models.precision import autocast_fn, resolve_precision
@@ -35,8 +34,6 @@ class IMPALATrainConfig(CentralRunConfig):
 
     impala: ImpalaConfig = field(default_factory=ImpalaConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
-    env_options: dict[str, OptionValue] = field(default_factory=dict)
-    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     ma: MultiAgentConfig = field(default_factory=MultiAgentConfig)
     """Multi-agent (PettingZoo) envs: shared or per-group policies, agent ids, a centralised critic."""
 

@@ -29,7 +29,6 @@ from seedpool.algos.replay_learner import ReplayLearner
 from seedpool.envs.registry import is_atari
 from seedpool.experiment import CHECKPOINT_FILE, Run, RunResult, load_checkpoint, setup_torch
 from seedpool.experiment.checkpoint import restore_replay_trainer, resume_env_seed
-from seedpool.experiment.config import OptionValue
 from seedpool.experiment.legacy_options import Converted, convert_options
 from seedpool.models.recurrent_q import RecurrentQModelConfig, RecurrentQNetwork, make_recurrent_q_network
 from seedpool.models.precision import autocast_fn, resolve_precision
@@ -50,8 +49,6 @@ class R2D2TrainConfig(CentralRunConfig):
 
     r2d2: R2D2Config = field(default_factory=R2D2Config)
     model: RecurrentQModelConfig = field(default_factory=RecurrentQModelConfig)
-    env_options: dict[str, OptionValue] = field(default_factory=dict)
-    """Task options for seedpool.make, e.g. --env-options episodic_life True reward_clip True."""
     save_replay: bool = False
     """Also save the sequence replay next to each checkpoint (replay.npz; can be many GB)."""
     unrolls_per_batch: int = 4

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from seedpool.envs.buffers import Buffers
-from seedpool.envs.channel import RESET, STEP
+from seedpool.envs.channel import RESET, STEP, take_pending
 from seedpool.envs.errors import env_error
 from seedpool.envs.native.actions import ActionWriter
 from seedpool.envs.native.background import BackgroundLanes, Job
@@ -124,13 +124,7 @@ class NativeExecutor:
         while len(got) < n:
             if not pending:
                 raise RuntimeError("internal error: nothing in flight to wait for")
-            op, ids = pending[0]
-            take = n - len(got)
-            if take < len(ids):
-                pending[0] = (op, ids[take:])
-                ids = ids[:take]
-            else:
-                pending.pop(0)
+            op, ids = take_pending(pending, n - len(got))
             self._run(op, ids)
             got += ids
         return got
