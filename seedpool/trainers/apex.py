@@ -107,8 +107,9 @@ def apex_defaults(env_id: str) -> ApexTrainConfig:
     # failures stay in it), actors from exploring to near-greedy (below), minibatches of 256
     # (each gradient step less noisy than 64-row ones), a LayerNorm in every hidden layer and
     # gamma 0.995. Without the last two about one run in twelve ended below 475: its greedy
-    # policy drifted the cart slowly to one side until it left the track after ~300 steps, a failure that gamma 0.99's ~100-step horizon barely sees and that the
-    # exploring actors' own episodes rarely reach. gamma 0.995 alone made more runs fail
+    # policy drifted the cart slowly to one side until it left the track after ~300 steps, a
+    # failure that gamma 0.99's ~100-step horizon barely sees and that the exploring actors' own
+    # episodes rarely reach. gamma 0.995 alone made more runs fail
     # (2 of 12: larger Q-values, less steady); with the LayerNorm every run measured held 500
     # (benchmarks/results/value_cartpole_seeds.md). Averaging the online weights as the policy
     # (--dqn.policy-average) or a 100k budget measured no better there. Even so about one run in
