@@ -67,9 +67,12 @@ TASKS = {
         variants={
             "rl-starter-cnn": _RL_STARTER + ["--model.kind", "cnn", "--model.cnn", "grid"],
             "rl-starter-mlp": _RL_STARTER + ["--model.kind", "mlp", "--model.hidden-sizes", "64", "64"],
+            "cnn-normadv-anneal": _RL_STARTER + ["--model.kind", "cnn", "--model.cnn", "grid", "--ppo.norm-adv",
+                                                 "--ppo.anneal-lr"],
         },
         about={
             "rl-starter-cnn": "rl-starter-files' PPO settings and its CNN (2x2 convolutions 16-32-64, 64-wide tanh heads) over the 7x7x3 view",
+            "cnn-normadv-anneal": "rl-starter-cnn with advantages normalised per minibatch and the learning rate decayed linearly to 0 over 2M steps (CleanRL's and seedpool's other PPO defaults)",
             "rl-starter-mlp": "the same PPO settings, separate 64-64 tanh MLPs over the flattened 7x7x3 view (147 raw codes)",
         }),
     "sac-cheetahrun": Task(
@@ -123,7 +126,7 @@ def run(task_name: str, variant: str, minutes: float, seed: int, threads: int) -
         "curve": _thin(steps, times, mean20) if len(steps) else [],
     }
     RECORDS.mkdir(parents=True, exist_ok=True)
-    out = RECORDS / f"{task_name}__{variant}.json"
+    out = RECORDS / f"{task_name}__{variant}__seed{seed}.json"
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {out}: {result.step:,} steps in {result.time_s / 60:.1f} min, final 20-episode mean "
           f"{record['final_mean20']}, greedy {evals['greedy']['mean']:.3f}, sampled {evals['sampled']['mean']:.3f}")
@@ -167,12 +170,14 @@ def report(task_name: str, out: Path, note: str) -> None:
     records = [json.loads(p.read_text()) for p in sorted(RECORDS.glob(f"{task_name}__*.json"))]
     if not records:
         raise SystemExit(f"no records for {task_name} in {RECORDS}")
-    records.sort(key=lambda r: list(task.variants).index(r["variant"]))
+    records.sort(key=lambda r: (list(task.variants).index(r["variant"]), r["seed"]))
+    for r in records:
+        r["label"] = f"{r['variant']} seed {r['seed']}"
     first = records[0]
     lines = [f"# {task.algo.upper()} on {task.env}: learning curves of the settings its defaults were chosen from", "",
              f"Written by `python benchmarks/learning_families.py report {task_name} --out {out}` from the records "
              f"of `python benchmarks/learning_families.py run {task_name} VARIANT --minutes M` "
-             f"(`benchmarks/results/learning_families/{task_name}__*.json`). One seed per variant.", ""]
+             f"(`benchmarks/results/learning_families/{task_name}__*.json`).", ""]
     for key, value in first["machine"].items():
         lines.append(f"- **{key}:** {value}" + (" (of the first run; each record has its own)" if key == "date" else ""))
     if note:
@@ -183,7 +188,7 @@ def report(task_name: str, out: Path, note: str) -> None:
               "|---|---|---:|---:|---:|---:|---:|" + ("---:|" if task.target is not None else "") + "---:|---:|---:|"]
     for r in records:
         g, s = r["eval"]["greedy"], r["eval"]["sampled"]
-        cells = [f"`{r['variant']}`", task.about.get(r["variant"], ""), f"{r['env_steps']:,}",
+        cells = [f"`{r['label']}`", task.about.get(r["variant"], ""), f"{r['env_steps']:,}",
                  f"{r['seconds'] / 60:.1f}", f"{r['sps']:.0f}", f"{r['episodes']:,}", f"{r['final_mean20']:.3f}"]
         if task.target is not None:
             cells.append(_first(r["curve"], task.target))
@@ -192,20 +197,20 @@ def report(task_name: str, out: Path, note: str) -> None:
                   f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Mean of the last 20 episodes against env steps:", "",
-              "| env steps | " + " | ".join(f"`{r['variant']}`" for r in records) + " |",
+              "| env steps | " + " | ".join(f"`{r['label']}`" for r in records) + " |",
               "|---:|" + "---:|" * len(records)]
     longest = max(r["env_steps"] for r in records)
     for mark in range(task.every, longest + task.every, task.every):
         lines.append(f"| {min(mark, longest):,} | " + " | ".join(_at(r["curve"], 0, mark, task.every) for r in records) + " |")
     lines += ["", "Mean of the last 20 episodes against wall clock (the run's own clock):", "",
-              "| minutes | " + " | ".join(f"`{r['variant']}`" for r in records) + " |",
+              "| minutes | " + " | ".join(f"`{r['label']}`" for r in records) + " |",
               "|---:|" + "---:|" * len(records)]
     longest_s = max(r["seconds"] for r in records)
     step_s = 60.0 if longest_s <= 1200 else 120.0
     for mark in np.arange(step_s, longest_s + step_s, step_s):
         lines.append(f"| {mark / 60:.0f} | " + " | ".join(_at(r["curve"], 1, mark, step_s) for r in records) + " |")
     lines += ["", "Each variant's options on top of the env's defaults:", ""]
-    lines += [f"- `{r['variant']}` (run `{r['run_dir']}`): `{' '.join(r['options'])}`" for r in records]
+    lines += [f"- `{r['label']}` (run `{r['run_dir']}`): `{' '.join(r['options'])}`" for r in records]
     write_markdown(out, lines)
     _plot(task, records, out.with_suffix(".png"))
 
@@ -220,8 +225,8 @@ def _plot(task: Task, records: list[dict], out: Path) -> None:
     for r in records:
         c = np.asarray(r["curve"], float)
         if len(c):
-            ax_steps.plot(c[:, 0], c[:, 2], label=r["variant"])
-            ax_time.plot(c[:, 1] / 60, c[:, 2], label=r["variant"])
+            ax_steps.plot(c[:, 0], c[:, 2], label=r["label"])
+            ax_time.plot(c[:, 1] / 60, c[:, 2], label=r["label"])
     ax_steps.set_xlabel("env steps")
     ax_time.set_xlabel("wall-clock minutes")
     ax_steps.set_ylabel("episodic return (mean of last 20)")

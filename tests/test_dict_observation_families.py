@@ -87,13 +87,13 @@ def test_the_grid_cnn_fits_minigrids_view_and_the_nature_cnn_refuses_it_by_name(
         make_policy(gym.spaces.Box(0, 255, (5, 5, 3), np.uint8), actions, ModelConfig(kind="cnn", cnn="grid"))
 
 
-def test_minigrid_ppo_defaults_are_rl_starter_files_with_the_grid_cnn():
+def test_minigrid_ppo_defaults_are_rl_starter_files_with_the_grid_cnn_and_normalised_advantages():
     cfg = train_config("ppo", ["--env", DOORKEY])
     p = cfg.ppo
     assert (cfg.model.kind, cfg.model.cnn, cfg.num_envs, cfg.total_timesteps) == ("cnn", "grid", 16, 2_000_000)
     assert (p.num_steps, p.num_minibatches, p.update_epochs, p.learning_rate, p.adam_eps) == (128, 8, 4, 1e-3, 1e-8)
     assert (p.ent_coef, p.vf_coef, p.clip_coef, p.max_grad_norm) == (0.01, 0.5, 0.2, 0.5)
-    assert p.clip_vloss and not p.norm_adv and not p.anneal_lr
+    assert p.clip_vloss and p.norm_adv and p.anneal_lr  # the measured change (ppo_minigrid_doorkey_curve.md)
     assert train_config("ppo", ["--env", DOORKEY, "--model.core", "lstm"]).model.cnn == "grid"
 
 
