@@ -34,7 +34,7 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
-from seedpool.envs.families.mujoco.kernels import _call, _f64  # MuJoCo's C functions, from numba
+from seedpool.envs.families.mujoco.kernels import _call, _f64, typed_pointer  # MuJoCo's C functions, from numba
 from seedpool.envs.native import bookkeeping, part_ring
 
 # The domains, as the kernel tells them apart.
@@ -74,15 +74,7 @@ def addresses(datas: list) -> np.ndarray:
     return table
 
 
-@intrinsic
-def _i32(typingctx, address):
-    """An int32 pointer to `address` (for `carray`)."""
-    sig = types.CPointer(types.int32)(types.uint64)
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int32)))
-
-    return sig, codegen
+_i32 = typed_pointer(types.int32)  # MuJoCo's warning counters
 
 
 @njit(cache=True, nogil=True, inline="always")

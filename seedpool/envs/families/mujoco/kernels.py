@@ -79,15 +79,22 @@ def addresses(datas: list) -> np.ndarray:
     return table
 
 
-@intrinsic
-def _f64(typingctx, address):
-    """A float64 pointer to `address` (for `carray`)."""
-    sig = types.CPointer(types.float64)(types.uint64)
+def typed_pointer(item: types.Type):
+    """A compiled cast of a uint64 address to a pointer to ``item`` values (for `carray`)."""
 
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.float64)))
+    @intrinsic
+    def pointer(typingctx, address):
+        sig = types.CPointer(item)(types.uint64)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(item)))
+
+        return sig, codegen
+
+    return pointer
+
+
+_f64 = typed_pointer(types.float64)
 
 
 @intrinsic
