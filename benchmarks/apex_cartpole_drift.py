@@ -24,7 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table
+from sweep_records import RESULTS, append_record, provenance, read_records, table, write_table_file
 from value_cartpole_seeds import run_one
 
 from seedpool.experiment.evaluate import evaluate_run
@@ -92,9 +92,7 @@ def write_table() -> None:
                    [[r["variant"], str(r["seed"]), f"{r['greedy_mean']:.1f}", f"{r['min_96']:.0f}",
                      f"{r['long_reached']} / {r['long_below_500']}", f"{r['train_last20']:.1f}", f"{r['seconds']:.0f}"]
                     for r in records], "lrrrrrr")
-    lines += notes_section(NOTES)
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT} from {len(records)} records")
+    write_table_file(OUT, lines, NOTES, records)
 
 
 def main() -> None:

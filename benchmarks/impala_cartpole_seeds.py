@@ -20,7 +20,7 @@ import tempfile
 import time
 
 import numpy as np
-from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table
+from sweep_records import RESULTS, append_record, provenance, read_records, table, write_table_file
 
 from seedpool.experiment.metrics import series
 from seedpool.trainers.impala import impala_defaults, train_impala
@@ -87,9 +87,7 @@ def write_table() -> None:
               "`tests/test_learning_impala.py` asserts); **fell below 450** counts, among the runs that reached "
               "475, those whose 20-episode mean later dropped below 450.", ""]
     lines += table(COLUMNS, rows, "lrrlrr")
-    lines += notes_section(NOTES)
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT} from {len(records)} records")
+    write_table_file(OUT, lines, NOTES, records)
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections import deque
 
-from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table
+from sweep_records import RESULTS, append_record, provenance, read_records, table, write_table_file
 
 from seedpool.trainers.sac import sac_defaults, train_sac
 from seedpool.trainers.td3 import td3_defaults, train_td3
@@ -71,9 +71,7 @@ def write_table() -> None:
              f"{r['load_before']:.1f} / {r['load_after']:.1f}"] for r in records]
     lines += table(["algo", "seed", "env steps", "last 20 at the end", "held from", "wall s", "load before / after"],
                    rows, "lrrrrrr")
-    lines += notes_section(NOTES)
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT} from {len(records)} records")
+    write_table_file(OUT, lines, NOTES, records)
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table
+from sweep_records import RESULTS, append_record, provenance, read_records, table, write_table_file
 
 from seedpool.experiment.evaluate import evaluate_run
 from seedpool.trainers.dqn import dqn_defaults, train_dqn
@@ -60,9 +60,7 @@ def write_table() -> None:
             for r in records]
     lines += table(["algo", "variant", "seed", "env steps", "greedy (20 episodes)", "train last 20", "wall s"], rows,
                    "lllrrrr")
-    lines += notes_section(NOTES)
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT} from {len(records)} records")
+    write_table_file(OUT, lines, NOTES, records)
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table  # noqa: E402
+from sweep_records import RESULTS, append_record, provenance, read_records, table, write_table_file  # noqa: E402
 
 from seedpool.experiment.metrics import series  # noqa: E402
 from seedpool.models import ModelConfig  # noqa: E402
@@ -115,9 +115,7 @@ def write_table() -> None:
               "starts and ends) are those of a shared 2-core machine: compare settings, not absolute times.", ""]
     header = ["variant", "budget", "seeds", "final", "best"] + [f"first ≥ {b}" for b in BARS] + ["wall s", "load"]
     lines += table(header, [summarize(g) for g in groups.values()], "llllrllrl")
-    lines += notes_section(NOTES)
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT} from {len(records)} records")
+    write_table_file(OUT, lines, NOTES, records)
 
 
 def main() -> None:

@@ -57,3 +57,9 @@ def table(header: list[str], rows: list[list[str]], align: str) -> list[str]:
     """A markdown table; `align` holds one of 'l' or 'r' per column."""
     rule = "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"
     return ["| " + " | ".join(header) + " |", rule] + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def write_table_file(out: Path, lines: list[str], notes: Path, records: list[dict]) -> None:
+    """Write a sweep's table: its lines, then the notes file's section; say what was written."""
+    out.write_text("\n".join(lines + notes_section(notes)) + "\n")
+    print(f"wrote {out} from {len(records)} records")

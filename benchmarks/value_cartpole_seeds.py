@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from sweep_records import RESULTS, append_record, notes_section, provenance, read_records, table
+from sweep_records import RESULTS, append_record, provenance, read_records, table, write_table_file
 
 from seedpool.algos.dqn import POLICY_AVERAGE
 from seedpool.experiment.checkpoint import load_checkpoint
@@ -95,9 +95,7 @@ def write_table() -> None:
                      train])
     lines += table(["algo", "variant", "seed", "greedy (20 episodes)", "online weights, greedy", "train last 20"],
                    rows, "llrrrr")
-    lines += notes_section(NOTES)
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT} from {len(records)} records")
+    write_table_file(OUT, lines, NOTES, records)
 
 
 def main() -> None:
